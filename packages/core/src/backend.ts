@@ -1,0 +1,114 @@
+/**
+ * The adapter contract. A backend does one atomic thing per call; every policy (waiting, backoff,
+ * reentrancy bookkeeping, renewal scheduling, events, validation) lives once in core, the way
+ * madelson/DistributedLock keeps busy-waiting and lease monitoring out of its providers.
+ */
+
+/** What a backend promises. Core and the conformance suite read these; so should users. */
+export interface Capabilities {
+  /** Under partitions and failover: CP keeps safety (quorum), AP keeps availability (may lose locks). */
+  readonly consistency: 'CP' | 'AP';
+  /** Whether grants carry a per-key, strictly increasing fencing token. */
+  readonly fencing: boolean;
+  /** 'server': the server counts re-entries of one owner; 'client': core counts them. */
+  readonly reentrant: 'server' | 'client';
+  /** Whether `waitForChange` (or a native blocking `acquire`) tells a waiter about a release. */
+  readonly notifications: boolean;
+  /** 'ttl': the lock expires by time unless renewed; 'session': it lives as long as a connection/session. */
+  readonly lease: 'ttl' | 'session';
+  /** Whose clock decides expiry. 'client' (redis getset) means skewed clocks can break exclusion. */
+  readonly clock: 'server' | 'client';
+  /** The shortest lease the backend can honour (memcached expiry is in whole seconds: 1000). */
+  readonly minTtlMs: number;
+  /** The longest key, in UTF-8 bytes, after the client's prefix is applied. */
+  readonly maxKeyBytes: number;
+}
+
+/** One attempt to take a lock, as core hands it to a backend. Already validated. */
+export interface AcquireRequest {
+  /** The full key: the client's prefix + the user's key. */
+  readonly key: string;
+  /** Who asks. Stable for one owner (a flow or an explicit `owner`), unique per client instance. */
+  readonly owner: string;
+  /** Lease length. For 'session' backends this is the keepalive period basis. */
+  readonly ttlMs: number;
+  /**
+   * Called by the backend if it learns, by itself, that a granted lock is gone (a session expired, a
+   * connection dropped). Core then aborts the lock's signal and emits 'lost'. Safe to call repeatedly.
+   */
+  readonly onLost: (grant: Grant, cause: Error) => void;
+}
+
+/** Proof of holding a lock. Backends may add fields; core treats everything but these as opaque. */
+export interface Grant {
+  readonly key: string;
+  readonly owner: string;
+  /** The random value that identifies this grant on the server (what compare-and-delete compares). */
+  readonly token: string;
+  /** Fencing token, strictly increasing per key across holders, where `capabilities.fencing`. */
+  readonly fence?: number;
+  /** Local time (Date.now()) at which the backend's own validity ends, if it knows a tighter one than ttl (redlock). */
+  readonly validUntil?: number;
+}
+
+/** The answer to one attempt. */
+export type AttemptResult =
+  | { readonly acquired: true; readonly grant: Grant }
+  | {
+      readonly acquired: false;
+      /** A hint: the holder's remaining lease (pttl), so a waiter never waits longer than that for news. */
+      readonly retryAfterMs?: number;
+    };
+
+/** What a backend implements. Optional methods unlock better behaviour; core works without them. */
+export interface LockBackend {
+  /** Names the backend in errors, logs and spans: 'memory', 'redis:setnx', 'postgres:lease'. No credentials. */
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  /**
+   * The key prefix used when the user configures none (redis: 'deadbolt:'). Core owns prefixing: it
+   * reads `prefix` from the options object or the URL's `?prefix=` (empty = no prefix) and hands the
+   * backend full keys, so backends must ignore a `prefix` URL parameter.
+   */
+  readonly defaultPrefix?: string;
+
+  /** One atomic attempt. Never waits for the lock to become free. */
+  tryAcquire(request: AcquireRequest): Promise<AttemptResult>;
+
+  /**
+   * Optional native waiting: the server queues us (blocking advisory lock, ZooKeeper's predecessor
+   * watch). Resolves with a grant, or `undefined` when `deadline` (Date.now() ms) passes or `signal`
+   * aborts; must leave nothing behind in either case. When present, core uses it instead of
+   * tryAcquire + waitForChange.
+   */
+  acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
+
+  /** Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone. */
+  renew(grant: Grant, ttlMs: number): Promise<boolean>;
+
+  /** Renews many grants in one round trip per connection. Core batches auto-renewals through it. */
+  renewMany?(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]>;
+
+  /** Deletes the lock only if the grant is still ours (atomic compare-and-delete). False: it was not. */
+  release(grant: Grant): Promise<boolean>;
+
+  /**
+   * Resolves when the lock on `key` may have become free (a release notification), or at the latest
+   * after `maxWaitMs`; rejects only on abort. Backends without notifications leave it out and core polls.
+   */
+  waitForChange?(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void>;
+
+  /** Frees every socket and timer. Locks still held are left to expire (or their sessions end). */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a backend from configuration. `url` is the parsed URL when the user gave one;
+ * `options` is the object form's backend options. Must not do I/O: connect lazily.
+ */
+export type BackendFactory = (config: BackendConfig) => LockBackend;
+
+export interface BackendConfig {
+  readonly url?: URL;
+  readonly options: Readonly<Record<string, unknown>>;
+}

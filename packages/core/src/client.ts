@@ -1,0 +1,416 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import type { AcquireRequest, Grant, LockBackend } from './backend.js';
+import { backoffDelayMs } from './backoff.js';
+import { resolveConfig } from './config.js';
+import { BackendUnavailableError, ClientClosedError, DeadboltError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
+import { Lease, leaseId } from './lease.js';
+import { LockHandle, type HandleOwner } from './lock-handle.js';
+import { currentFlow, newFlow, runInFlow } from './owner.js';
+import { Renewer } from './renewer.js';
+import { sleep } from './sleep.js';
+import { instruments, traced } from './telemetry.js';
+import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
+import { validateAcquireOptions, validateAgainstCapabilities } from './validation.js';
+
+/** Notifications can be missed (a subscriber reconnecting): never trust one for longer than this. */
+const notificationFallbackMs = 2_000;
+/** Safety net under each single backend call, in case an adapter's own timeout fails to fire. */
+const backendCallTimeoutMs = 10_000;
+
+interface AcquirePlan {
+  readonly userKey: string;
+  readonly fullKey: string;
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly waitMs: number;
+  readonly autoRenew: boolean;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * The one implementation of the user-facing API. It owns every policy: validation, waiting with
+ * notifications or backoff, reentrancy bookkeeping, renewal, loss detection, events and telemetry.
+ * Backends only make single atomic attempts (see backend.ts).
+ */
+export class DeadboltClient implements LockClient, HandleOwner {
+  /** Distinguishes owners of different client instances, like Redisson's connection-manager id. */
+  readonly id = randomUUID();
+  private readonly emitter = new EventEmitter();
+  private readonly defaults: LockDefaults;
+  private readonly configuredPrefix: string | undefined;
+  private readonly backendLoading: Promise<LockBackend>;
+  private loadedBackend: LockBackend | undefined;
+  private renewer: Renewer | undefined;
+  private readonly leases = new Map<string, Lease>();
+  private readonly closing = new AbortController();
+  private closed: Promise<void> | undefined;
+  private backendLabel: string;
+
+  constructor(config?: LockClientConfig) {
+    const resolved = resolveConfig(config);
+    this.defaults = resolved.defaults;
+    this.configuredPrefix = resolved.prefix;
+    this.backendLabel = resolved.scheme;
+    this.emitter.setMaxListeners(0);
+    if (resolved.backend instanceof Promise) {
+      this.backendLoading = resolved.backend.then((backend) => this.adopt(backend));
+      this.backendLoading.catch(() => undefined);
+    } else {
+      this.backendLoading = Promise.resolve(this.adopt(resolved.backend));
+    }
+  }
+
+  get backend(): string {
+    return this.backendLabel;
+  }
+
+  get heldCount(): number {
+    return this.leases.size;
+  }
+
+  async capabilities(): Promise<LockBackend['capabilities']> {
+    return (await this.backendLoading).capabilities;
+  }
+
+  async acquire(key: string, options?: AcquireOptions): Promise<Lock> {
+    const lock = await this.acquireOrNull(key, options, true);
+    if (lock === null) throw new Error('unreachable: a waiting acquire never returns null');
+    return lock;
+  }
+
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lock | null> {
+    return this.acquireOrNull(key, options, false);
+  }
+
+  async withLock<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    // The body runs as one flow, so nested acquires of the same key inside it re-enter.
+    const flow = currentFlow() ?? newFlow();
+    const lock = await runInFlow(flow, () => this.acquire(key, { ...options, autoRenew: options?.autoRenew ?? true }));
+    let failed = false;
+    try {
+      return await runInFlow(flow, () => fn(lock));
+    } catch (error) {
+      failed = true;
+      throw error;
+    } finally {
+      try {
+        await lock.release();
+      } catch (releaseError) {
+        // The body's own error matters more; a failed release is reported, not allowed to mask it.
+        if (!failed) throw releaseError;
+        this.reportError(key, releaseError);
+      }
+    }
+  }
+
+  on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this {
+    this.emitter.on(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  off<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this {
+    this.emitter.off(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  once<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this {
+    this.emitter.once(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.shutdown();
+    return this.closed;
+  }
+
+  // ---- acquisition ----------------------------------------------------------------------------
+
+  private async acquireOrNull(key: string, options: AcquireOptions | undefined, mayWait: boolean): Promise<Lock | null> {
+    validateAcquireOptions(key, options, this.backendLabel, mayWait);
+    this.assertOpen(key);
+    const backend = await this.backendLoading;
+    this.assertOpen(key);
+    const plan = this.plan(backend, key, options, mayWait);
+    plan.signal?.throwIfAborted();
+    return traced('acquire', { 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs }, () =>
+      this.acquireWithPlan(backend, plan, mayWait),
+    );
+  }
+
+  private plan(backend: LockBackend, key: string, options: AcquireOptions | undefined, mayWait: boolean): AcquirePlan {
+    const prefix = this.configuredPrefix ?? backend.defaultPrefix ?? '';
+    const ttlMs = options?.ttlMs ?? this.defaults.ttlMs;
+    const plan: AcquirePlan = {
+      userKey: key,
+      fullKey: prefix + key,
+      owner: options?.owner ?? `${this.id}:${currentFlow() ?? newFlow()}`,
+      ttlMs,
+      waitMs: mayWait ? (options?.waitMs ?? this.defaults.waitMs) : 0,
+      // As Redisson's watchdog: renew automatically unless the caller chose a lease length.
+      autoRenew: options?.autoRenew ?? (options?.ttlMs === undefined ? this.defaults.autoRenew : false),
+      signal: options?.signal,
+    };
+    validateAgainstCapabilities(plan.fullKey, key, ttlMs, backend.capabilities, backend.name);
+    return plan;
+  }
+
+  private async acquireWithPlan(backend: LockBackend, plan: AcquirePlan, mayWait: boolean): Promise<Lock | null> {
+    const startedAt = Date.now();
+    const deadline = startedAt + plan.waitMs;
+    const abort = linkSignals(plan.signal, this.closing.signal);
+    const request: AcquireRequest = {
+      key: plan.fullKey,
+      owner: plan.owner,
+      ttlMs: plan.ttlMs,
+      onLost: (grant, cause) => this.onBackendLost(grant, cause),
+    };
+    let attempts = 0;
+    try {
+      for (;;) {
+        const reentered = await this.reenter(backend, plan, request);
+        if (reentered) return reentered;
+        attempts += 1;
+        const sentAt = Date.now();
+        if (backend.acquire && plan.waitMs > 0) {
+          const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(request, deadline, abort.signal), false);
+          abort.signal.throwIfAborted();
+          if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
+          throw this.timeout(backend, plan, attempts);
+        }
+        const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), true);
+        if (result.acquired) {
+          if (abort.signal.aborted) {
+            await this.call(backend, 'release', plan.userKey, () => backend.release(result.grant), true).catch(() => false);
+            abort.signal.throwIfAborted();
+          }
+          return this.grantLock(backend, plan, result.grant, sentAt, startedAt);
+        }
+        if (attempts === 1) this.emit('contended', { key: plan.userKey, owner: plan.owner, attempt: attempts });
+        const remainingMs = deadline - Date.now();
+        if (remainingMs <= 0) {
+          if (!mayWait) return null;
+          throw this.timeout(backend, plan, attempts);
+        }
+        await this.waitForTurn(backend, plan.fullKey, attempts, remainingMs, result.retryAfterMs, abort.signal);
+      }
+    } finally {
+      abort.dispose();
+    }
+  }
+
+  /** Same owner, same key, lease alive: count one more hold instead of asking for a second grant. */
+  private async reenter(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest): Promise<Lock | undefined> {
+    const lease = this.leases.get(leaseId(plan.fullKey, plan.owner));
+    if (!lease || lease.lost) return undefined;
+    if (backend.capabilities.reentrant === 'server') {
+      // The server keeps the count (hash-reentrant): it must see every hold and every release.
+      const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), true);
+      if (!result.acquired) {
+        this.markLost(lease, 'the server no longer knows this owner as the holder');
+        return undefined;
+      }
+    }
+    lease.holds += 1;
+    this.emit('acquired', { key: plan.userKey, owner: plan.owner, fence: lease.grant.fence, waitedMs: 0, reentered: true });
+    instruments.acquisitions.add(1, { backend: backend.name, reentered: true });
+    return new LockHandle(lease, this);
+  }
+
+  private grantLock(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number): Lock {
+    const lease = new Lease(plan.userKey, plan.fullKey, plan.owner, grant, plan.ttlMs, plan.autoRenew, backend.capabilities.lease === 'session', sentAt);
+    this.leases.set(leaseId(plan.fullKey, plan.owner), lease);
+    this.renewer?.add(lease);
+    const waitedMs = Date.now() - startedAt;
+    this.emit('acquired', { key: plan.userKey, owner: plan.owner, fence: grant.fence, waitedMs, reentered: false });
+    instruments.acquisitions.add(1, { backend: backend.name, reentered: false });
+    instruments.waitTime.record(waitedMs, { backend: backend.name });
+    return new LockHandle(lease, this);
+  }
+
+  private async waitForTurn(backend: LockBackend, fullKey: string, attempt: number, remainingMs: number, retryAfterMs: number | undefined, signal: AbortSignal): Promise<void> {
+    const hintMs = retryAfterMs !== undefined && retryAfterMs >= 0 ? retryAfterMs + 1 : Number.POSITIVE_INFINITY;
+    if (backend.waitForChange) {
+      const maxWaitMs = Math.max(1, Math.min(remainingMs, hintMs, notificationFallbackMs));
+      await backend.waitForChange(fullKey, maxWaitMs, signal);
+      signal.throwIfAborted();
+      return;
+    }
+    await sleep(Math.max(1, Math.min(remainingMs, hintMs, backoffDelayMs(attempt))), signal);
+  }
+
+  private timeout(backend: LockBackend, plan: AcquirePlan, attempts: number): LockTimeoutError {
+    instruments.timeouts.add(1, { backend: backend.name });
+    return new LockTimeoutError({ key: plan.userKey, backend: backend.name, waitMs: plan.waitMs, attempts });
+  }
+
+  // ---- holding: renew, release, loss ------------------------------------------------------------
+
+  async renewHandle(handle: LockHandle): Promise<void> {
+    const { lease } = handle;
+    const backend = await this.backendLoading;
+    const context = { key: lease.userKey, backend: backend.name };
+    if (handle.released) throw new LockReleasedError('renew', context);
+    if (lease.lost) throw lostReason(lease.controller.signal) ?? new LockLostError('the lock was already lost', context);
+    const sentAt = Date.now();
+    const renewed = await this.call(backend, 'renew', lease.userKey, () => backend.renew(lease.grant, lease.ttlMs), true);
+    if (!renewed) {
+      this.markLost(lease, 'the renewal was refused: the lock expired or another owner holds it');
+      throw lostReason(lease.controller.signal) ?? new LockLostError('renewal refused', context);
+    }
+    lease.confirmRenewal(sentAt);
+    this.emit('renewed', { key: lease.userKey, owner: lease.owner });
+    instruments.renewals.add(1, { backend: backend.name });
+  }
+
+  async releaseHandle(handle: LockHandle): Promise<void> {
+    const { lease } = handle;
+    const backend = await this.backendLoading;
+    handle.released = true;
+    lease.holds -= 1;
+    const serverCounts = backend.capabilities.reentrant === 'server';
+    if (lease.holds > 0 && !serverCounts) {
+      this.emit('released', { key: lease.userKey, owner: lease.owner });
+      return;
+    }
+    if (lease.holds === 0) this.forget(lease);
+    await traced('release', { 'deadbolt.key': lease.userKey, 'deadbolt.backend': backend.name }, async () => {
+      // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
+      const deleted = await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
+      if (!deleted && !lease.lost) this.markLost(lease, 'at release the lock was no longer ours (expired or taken over)');
+    });
+    this.emit('released', { key: lease.userKey, owner: lease.owner });
+  }
+
+  private onBackendLost(grant: Grant, cause: Error): void {
+    const lease = this.leases.get(leaseId(grant.key, grant.owner));
+    if (lease && lease.grant.token === grant.token) this.markLost(lease, cause.message, cause);
+  }
+
+  private markLost(lease: Lease, reason: string, cause?: unknown): void {
+    if (lease.lost) return;
+    lease.lost = true;
+    this.forget(lease);
+    const error = new LockLostError(reason, { key: lease.userKey, backend: this.backendLabel, cause });
+    lease.controller.abort(error);
+    instruments.lost.add(1, { backend: this.backendLabel });
+    this.emit('lost', { key: lease.userKey, owner: lease.owner, error });
+  }
+
+  private forget(lease: Lease): void {
+    const id = leaseId(lease.fullKey, lease.owner);
+    if (this.leases.get(id) === lease) this.leases.delete(id);
+    this.renewer?.remove(lease);
+  }
+
+  // ---- plumbing ---------------------------------------------------------------------------------
+
+  private adopt(backend: LockBackend): LockBackend {
+    this.loadedBackend = backend;
+    this.backendLabel = backend.name;
+    this.renewer = new Renewer(backend, {
+      renewed: (lease) => {
+        this.emit('renewed', { key: lease.userKey, owner: lease.owner });
+        instruments.renewals.add(1, { backend: backend.name });
+      },
+      lost: (lease, reason, cause) => this.markLost(lease, reason, cause),
+      failed: (lease, error) => this.reportError(lease.userKey, new BackendUnavailableError('renew', { key: lease.userKey, backend: backend.name, cause: error })),
+    });
+    return backend;
+  }
+
+  /**
+   * Runs one backend call. Anything that is not already a DeadboltError becomes a
+   * BackendUnavailableError naming the key and backend; `bounded` adds a deadline as a safety net.
+   */
+  private async call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, bounded: boolean): Promise<T> {
+    const context = { key, backend: backend.name };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const operation = fn();
+      if (!bounded) return await operation;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new BackendUnavailableError(action, { ...context, cause: new Error(`no answer in ${backendCallTimeoutMs} ms`) })), backendCallTimeoutMs);
+      });
+      if (action === 'acquire') {
+        // A grant that arrives after we gave up must not stay behind.
+        operation.then((late) => {
+          if (timer === undefined && isGrantResult(late)) void backend.release(late.grant).catch(() => undefined);
+        }, () => undefined);
+      }
+      return await Promise.race([operation, deadline]);
+    } catch (error) {
+      if (error instanceof DeadboltError || isAbortReason(error)) throw error;
+      throw new BackendUnavailableError(action, { ...context, cause: error });
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    }
+  }
+
+  private assertOpen(key: string): void {
+    if (this.closed) throw new ClientClosedError({ key, backend: this.backendLabel });
+  }
+
+  private emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void {
+    try {
+      this.emitter.emit(event, ...args);
+    } catch (error) {
+      // A throwing listener must not break lock bookkeeping.
+      if (event !== 'error') this.reportError(undefined, error);
+    }
+  }
+
+  private reportError(key: string | undefined, error: unknown): void {
+    // Node throws on an 'error' event nobody listens to; a background renewal hiccup must not crash the app.
+    if (this.emitter.listenerCount('error') > 0) this.emit('error', { key, error: error instanceof Error ? error : new Error(String(error)) });
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closing.abort(new ClientClosedError({ backend: this.backendLabel }));
+    let backend: LockBackend;
+    try {
+      backend = await this.backendLoading;
+    } catch {
+      return; // the backend never loaded: nothing to release or close
+    }
+    const leases = [...this.leases.values()];
+    this.renewer?.stop();
+    await Promise.allSettled(
+      leases.map(async (lease) => {
+        this.forget(lease);
+        await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
+      }),
+    );
+    await backend.close();
+  }
+}
+
+function isGrantResult(value: unknown): value is { acquired: true; grant: Grant } {
+  return typeof value === 'object' && value !== null && (value as { acquired?: unknown }).acquired === true;
+}
+
+function isAbortReason(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
+function lostReason(signal: AbortSignal): Error | undefined {
+  return signal.reason instanceof Error ? signal.reason : undefined;
+}
+
+/** An AbortController that follows either input; `dispose` detaches it so nothing leaks. */
+function linkSignals(...signals: (AbortSignal | undefined)[]): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const cleanups: (() => void)[] = [];
+  for (const signal of signals) {
+    if (!signal) continue;
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    const onAbort = (): void => controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    cleanups.push(() => signal.removeEventListener('abort', onAbort));
+  }
+  return { signal: controller.signal, dispose: () => cleanups.forEach((cleanup) => cleanup()) };
+}

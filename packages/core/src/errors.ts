@@ -1,0 +1,98 @@
+/**
+ * Every error Deadbolt throws. Each carries fields (key, backend, cause) as well as a message that
+ * names the key, the backend and what to do, so logs are useful without a debugger. Messages never
+ * contain credentials: backends are named by `LockBackend.name`, never by their URL.
+ */
+
+export interface ErrorContext {
+  readonly key?: string | undefined;
+  readonly backend?: string | undefined;
+  readonly cause?: unknown;
+}
+
+function describe(context: ErrorContext): string {
+  const parts: string[] = [];
+  if (context.key !== undefined) parts.push(`key "${context.key}"`);
+  if (context.backend !== undefined) parts.push(`backend ${context.backend}`);
+  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
+}
+
+export class DeadboltError extends Error {
+  readonly key: string | undefined;
+  readonly backend: string | undefined;
+  /** A stable, machine-readable name for the kind of failure. */
+  readonly code: string = 'DEADBOLT_ERROR';
+
+  constructor(message: string, context: ErrorContext = {}) {
+    super(`${message}${describe(context)}`, context.cause === undefined ? undefined : { cause: context.cause });
+    this.name = new.target.name;
+    this.key = context.key;
+    this.backend = context.backend;
+  }
+}
+
+/** The lock was not acquired within `waitMs`. */
+export class LockTimeoutError extends DeadboltError {
+  override readonly code = 'LOCK_TIMEOUT';
+  readonly waitMs: number;
+  readonly attempts: number;
+
+  constructor(context: ErrorContext & { waitMs: number; attempts: number }) {
+    super(
+      `lock not acquired within ${context.waitMs} ms after ${context.attempts} attempt(s); another owner holds it. ` +
+        'Raise waitMs, or use tryAcquire() to give up at once',
+      context,
+    );
+    this.waitMs = context.waitMs;
+    this.attempts = context.attempts;
+  }
+}
+
+/** The lock is no longer ours: its lease expired, its session ended, or someone else holds it now. */
+export class LockLostError extends DeadboltError {
+  override readonly code = 'LOCK_LOST';
+
+  constructor(reason: string, context: ErrorContext = {}) {
+    super(`lock lost: ${reason}. Stop the protected work; acquire again if it must continue`, context);
+  }
+}
+
+/** The lock handle was already released by this holder; it cannot be renewed or used again. */
+export class LockReleasedError extends DeadboltError {
+  override readonly code = 'LOCK_RELEASED';
+
+  constructor(action: string, context: ErrorContext = {}) {
+    super(`cannot ${action}: this lock handle was already released. Acquire the lock again`, context);
+  }
+}
+
+/** The backend did not answer, or answered with an error, within the deadline. */
+export class BackendUnavailableError extends DeadboltError {
+  override readonly code = 'BACKEND_UNAVAILABLE';
+
+  constructor(action: string, context: ErrorContext = {}) {
+    const why = context.cause instanceof Error ? `: ${context.cause.message}` : '';
+    super(`backend unavailable during ${action}${why}. Check that the server is up and reachable`, context);
+  }
+}
+
+/** Bad input: caught before any I/O. The message says what was wrong and what to do. */
+export class InvalidArgumentError extends DeadboltError {
+  override readonly code = 'INVALID_ARGUMENT';
+  /** The option or argument that was wrong. */
+  readonly argument: string;
+
+  constructor(argument: string, problem: string, context: ErrorContext = {}) {
+    super(`invalid ${argument}: ${problem}`, context);
+    this.argument = argument;
+  }
+}
+
+/** The client was closed; no new lock operations are accepted. */
+export class ClientClosedError extends DeadboltError {
+  override readonly code = 'CLIENT_CLOSED';
+
+  constructor(context: ErrorContext = {}) {
+    super('the lock client is closed. Create a new client with createLockClient()', context);
+  }
+}

@@ -1,0 +1,36 @@
+import 'reflect-metadata';
+import { DeadboltClient } from './client.js';
+import { memoryBackendFactory } from './memory/backend.js';
+import { registerBackend } from './registry.js';
+import type { LockClient, LockClientConfig } from './types.js';
+
+registerBackend('memory', memoryBackendFactory);
+
+/**
+ * Creates a lock client from a URL (`redis://127.0.0.1:6379?mode=setnx`), an options object, or,
+ * with no argument, `DEADBOLT_URL` (default `memory://`). Throws InvalidArgumentError for bad
+ * configuration before any I/O. The adapter package of a known scheme is imported on first use.
+ */
+export function createLockClient(config?: LockClientConfig): LockClient {
+  return new DeadboltClient(config);
+}
+
+export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from './backend.js';
+export {
+  BackendUnavailableError,
+  ClientClosedError,
+  DeadboltError,
+  InvalidArgumentError,
+  LockLostError,
+  LockReleasedError,
+  LockTimeoutError,
+  type ErrorContext,
+} from './errors.js';
+export type { AcquireOptions, Lock, LockClient, LockClientConfig, LockClientOptions, LockDefaults, LockEvents } from './types.js';
+export { backendContainer, findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from './registry.js';
+export { createMemoryBackend, MemoryBackend, memoryCapabilities } from './memory/backend.js';
+export { MemoryStore, memoryStore } from './memory/store.js';
+export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from './backoff.js';
+export { defaultLockDefaults } from './config.js';
+export { redactUrl, parseBackendUrl } from './url.js';
+export { inOwnerFlow } from './owner.js';

@@ -1,0 +1,51 @@
+import type { Grant } from './backend.js';
+
+/**
+ * What a client knows about one lock it holds: the grant, the timing of the lease, and how many
+ * holds (re-entries) share it. One lease per (key, owner); every `Lock` handle points at one.
+ */
+export class Lease {
+  holds = 1;
+  lost = false;
+  /** Local time after which the lease may have expired on the server: loss is declared then. */
+  expiresAt: number;
+  /** Local time of the next automatic renewal (Infinity without autoRenew). */
+  renewDueAt: number;
+  renewing = false;
+  readonly controller = new AbortController();
+
+  constructor(
+    readonly userKey: string,
+    readonly fullKey: string,
+    readonly owner: string,
+    public grant: Grant,
+    readonly ttlMs: number,
+    readonly autoRenew: boolean,
+    readonly sessionBound: boolean,
+    sentAt: number,
+  ) {
+    this.expiresAt = this.deadlineFrom(sentAt);
+    this.renewDueAt = autoRenew ? sentAt + Math.floor(ttlMs / 3) : Number.POSITIVE_INFINITY;
+  }
+
+  /** Records a confirmed renewal that was sent at `sentAt`. */
+  confirmRenewal(sentAt: number): void {
+    this.expiresAt = this.deadlineFrom(sentAt);
+    if (this.autoRenew) this.renewDueAt = sentAt + Math.floor(this.ttlMs / 3);
+  }
+
+  /**
+   * The lease runs from when the request was SENT (the server started it later, so we err early),
+   * minus a drift allowance of 1% + 2 ms for clocks that run at slightly different rates (the
+   * drift factor of the Redlock algorithm, seed 004). Session-bound leases do not expire by time.
+   */
+  private deadlineFrom(sentAt: number): number {
+    if (this.sessionBound) return Number.POSITIVE_INFINITY;
+    const byTtl = sentAt + this.ttlMs - Math.ceil(this.ttlMs * 0.01) - 2;
+    return Math.min(byTtl, this.grant.validUntil ?? Number.POSITIVE_INFINITY);
+  }
+}
+
+export function leaseId(fullKey: string, owner: string): string {
+  return `${fullKey}\u0000${owner}`;
+}

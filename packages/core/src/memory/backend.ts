@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { AcquireRequest, AttemptResult, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
+import { InvalidArgumentError } from '../errors.js';
+import { memoryStore, type MemoryStore } from './store.js';
+
+export const memoryCapabilities: Capabilities = Object.freeze({
+  consistency: 'CP',
+  fencing: true,
+  reentrant: 'client',
+  notifications: true,
+  lease: 'ttl',
+  clock: 'server',
+  minTtlMs: 1,
+  maxKeyBytes: 4096,
+});
+
+/**
+ * The embedded default: locks between the async flows and clients of ONE process. Each operation
+ * is synchronous on the event loop, hence atomic. It is the reference the conformance suite is
+ * proven on before any server adapter.
+ */
+export class MemoryBackend implements LockBackend {
+  readonly capabilities = memoryCapabilities;
+  private closed = false;
+
+  constructor(
+    readonly store: MemoryStore,
+    readonly name = 'memory',
+  ) {}
+
+  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    this.touch();
+    const now = Date.now();
+    const holder = this.store.live(request.key, now);
+    if (holder) return { acquired: false, retryAfterMs: holder.expiresAt - now };
+    const grant: Grant = { key: request.key, owner: request.owner, token: randomUUID(), fence: this.store.nextFence(request.key) };
+    this.store.set(request.key, { token: grant.token, owner: grant.owner, fence: grant.fence ?? 0, expiresAt: now + request.ttlMs });
+    return { acquired: true, grant };
+  }
+
+  async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    this.touch();
+    const now = Date.now();
+    const holder = this.store.live(grant.key, now);
+    if (holder?.token !== grant.token) return false;
+    holder.expiresAt = now + ttlMs;
+    return true;
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    this.touch();
+    const holder = this.store.live(grant.key, Date.now());
+    if (holder?.token !== grant.token) return false;
+    this.store.delete(grant.key);
+    return true;
+  }
+
+  waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      // Released between the failed attempt and now? Then there is nothing to wait for.
+      if (!this.store.live(key, Date.now())) {
+        resolve();
+        return;
+      }
+      const finish = (): void => {
+        clearTimeout(timer);
+        removeWaiter();
+        signal.removeEventListener('abort', onAbort);
+      };
+      const onAbort = (): void => {
+        finish();
+        reject(signal.reason);
+      };
+      const removeWaiter = this.store.addWaiter(key, () => {
+        finish();
+        resolve();
+      });
+      const timer = setTimeout(() => {
+        finish();
+        resolve();
+      }, maxWaitMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private touch(): void {
+    if (this.closed) throw new Error('memory backend closed');
+    this.store.operations += 1;
+  }
+}
+
+/** `memory://` or `memory://name`: clients with the same name share locks within this process. */
+export const memoryBackendFactory: BackendFactory = ({ url, options }) => {
+  const unknown = [...(url?.searchParams.keys() ?? [])].filter((name) => name !== 'prefix');
+  if (unknown.length > 0) throw new InvalidArgumentError('url', `memory:// takes no parameters but "prefix"; got ${unknown.join(', ')}`);
+  const optionName = Object.keys(options).find((name) => name !== 'name');
+  if (optionName !== undefined) throw new InvalidArgumentError(`option "${optionName}"`, 'the memory backend only takes "name"');
+  const name = typeof options.name === 'string' ? options.name : url?.hostname || 'default';
+  return new MemoryBackend(memoryStore(name));
+};
+
+/** A memory backend on a named store, for tests and embedding. */
+export function createMemoryBackend(name = 'default'): MemoryBackend {
+  return new MemoryBackend(memoryStore(name));
+}

@@ -1,0 +1,130 @@
+import type { LockBackend } from './backend.js';
+import type { Lease } from './lease.js';
+
+export interface RenewerHooks {
+  renewed(lease: Lease): void;
+  lost(lease: Lease, reason: string, cause?: unknown): void;
+  failed(lease: Lease, error: unknown): void;
+}
+
+/**
+ * One timer per client renews every auto-renewed lease and declares expired ones lost (DESIGN:
+ * "ten thousand held locks cost a handful of timers"). The timer aims at the earliest moment any
+ * lease needs attention; leases whose renewal falls due within the next sixth of their ttl are
+ * renewed in the same batch, so locks taken close together share one round trip per tick.
+ */
+export class Renewer {
+  private readonly leases = new Set<Lease>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private stopped = false;
+
+  constructor(
+    private readonly backend: LockBackend,
+    private readonly hooks: RenewerHooks,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  add(lease: Lease): void {
+    this.leases.add(lease);
+    this.aimAt(Math.min(lease.renewDueAt, lease.expiresAt));
+  }
+
+  remove(lease: Lease): void {
+    this.leases.delete(lease);
+    if (this.leases.size === 0) this.clearTimer();
+  }
+
+  /** Brings a renewal forward, e.g. after a failed attempt. */
+  reschedule(lease: Lease): void {
+    if (this.leases.has(lease)) this.aimAt(Math.min(lease.renewDueAt, lease.expiresAt));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.leases.clear();
+    this.clearTimer();
+  }
+
+  private aimAt(at: number): void {
+    if (this.stopped || !Number.isFinite(at) || at >= this.timerAt) return;
+    this.clearTimer();
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, at - this.now()));
+    // Renewal alone should not keep a process alive: whatever the lock protects keeps it busy.
+    this.timer.unref();
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = this.now();
+    const due: Lease[] = [];
+    for (const lease of this.leases) {
+      if (now >= lease.expiresAt) {
+        this.leases.delete(lease);
+        this.hooks.lost(lease, 'the lease expired before a renewal was confirmed');
+      } else if (!lease.renewing && lease.renewDueAt - now <= lease.ttlMs / 6) {
+        due.push(lease);
+      }
+    }
+    if (due.length > 0) void this.renewBatch(due, now);
+    this.aimAtNext();
+  }
+
+  private aimAtNext(): void {
+    let next = Number.POSITIVE_INFINITY;
+    for (const lease of this.leases) {
+      next = Math.min(next, lease.expiresAt, lease.renewing ? Number.POSITIVE_INFINITY : lease.renewDueAt);
+    }
+    this.aimAt(next);
+  }
+
+  private async renewBatch(due: Lease[], sentAt: number): Promise<void> {
+    for (const lease of due) lease.renewing = true;
+    let results: readonly (boolean | Error)[];
+    try {
+      if (this.backend.renewMany) {
+        results = await this.backend.renewMany(
+          due.map((lease) => lease.grant),
+          due.map((lease) => lease.ttlMs),
+        );
+      } else {
+        results = await Promise.all(due.map((lease) => this.backend.renew(lease.grant, lease.ttlMs).catch((error: unknown) => toError(error))));
+      }
+    } catch (error) {
+      results = due.map(() => toError(error));
+    }
+    for (const [index, lease] of due.entries()) {
+      lease.renewing = false;
+      if (!this.leases.has(lease)) continue; // released or lost while the renewal was in flight
+      const result = results[index];
+      if (result === true) {
+        lease.confirmRenewal(sentAt);
+        this.hooks.renewed(lease);
+      } else if (result === false) {
+        this.leases.delete(lease);
+        this.hooks.lost(lease, 'a renewal was refused: the lock expired or another owner holds it');
+      } else {
+        // Unknown outcome: keep trying, sooner, until the local lease deadline declares it lost.
+        this.hooks.failed(lease, result);
+        lease.renewDueAt = this.now() + Math.max(10, Math.floor(lease.ttlMs / 10));
+      }
+    }
+    this.aimAtNext();
+  }
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

@@ -1,0 +1,33 @@
+import { metrics, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
+
+/**
+ * OpenTelemetry through the API package only: a no-op until the application installs an SDK, so
+ * Deadbolt never chooses an exporter for anyone.
+ */
+const tracer = trace.getTracer('@deadbolt/core');
+const meter = metrics.getMeter('@deadbolt/core');
+
+export const instruments = {
+  acquisitions: meter.createCounter('deadbolt.lock.acquisitions', { description: 'Locks acquired (re-entries included)' }),
+  waitTime: meter.createHistogram('deadbolt.lock.wait', { description: 'Time spent waiting for a lock', unit: 'ms' }),
+  timeouts: meter.createCounter('deadbolt.lock.timeouts', { description: 'Acquisitions that gave up at waitMs' }),
+  lost: meter.createCounter('deadbolt.lock.lost', { description: 'Locks lost while held' }),
+  renewals: meter.createCounter('deadbolt.lock.renewals', { description: 'Lease renewals confirmed' }),
+};
+
+/** Runs `fn` inside a span named `deadbolt.<operation>`; records the error and status. */
+export async function traced<T>(operation: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(`deadbolt.${operation}`, { attributes }, async (span) => {
+    try {
+      const result = await fn(span);
+      span.setStatus({ code: SpanStatusCode.OK });
+      return result;
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      if (error instanceof Error) span.recordException(error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}

@@ -1,0 +1,83 @@
+import type { DependencyContainer } from 'tsyringe';
+import type { Capabilities, LockBackend } from './backend.js';
+
+/** Options of one acquire / tryAcquire / withLock call. Unknown keys are rejected. */
+export interface AcquireOptions {
+  /** Lease length in ms (positive integer, >= the backend's minTtlMs). Default: the client's (30 000). */
+  readonly ttlMs?: number;
+  /** How long to wait for a busy lock, in ms (0 = try once). Default: the client's (10 000). */
+  readonly waitMs?: number;
+  /** Renew at ttl/3 until released. Default: true (as Redisson's watchdog). */
+  readonly autoRenew?: boolean;
+  /** Cancels the wait. The lock is not acquired and nothing is left behind. */
+  readonly signal?: AbortSignal;
+  /** Explicit owner id; by default the current async flow (AsyncLocalStorage) owns the lock. */
+  readonly owner?: string;
+}
+
+export interface LockDefaults {
+  readonly ttlMs: number;
+  readonly waitMs: number;
+  readonly autoRenew: boolean;
+}
+
+/** A held lock. Release it (or `await using` it); watch `signal` for loss. */
+export interface Lock extends AsyncDisposable {
+  readonly key: string;
+  readonly owner: string;
+  /** Strictly increasing per key across holders, where the backend supports fencing; else undefined. */
+  readonly fence: number | undefined;
+  /** Aborts when the lock is known to be lost (reason: a LockLostError). Pass it to the protected work. */
+  readonly signal: AbortSignal;
+  /** Extends the lease by its ttl. Rejects with LockLostError if the lock is gone. */
+  renew(): Promise<void>;
+  /** Gives the lock up. Idempotent for the holder; never removes another owner's lock. */
+  release(): Promise<void>;
+  /** True until released or lost. */
+  readonly held: boolean;
+}
+
+export interface LockEvents {
+  acquired: [{ key: string; owner: string; fence: number | undefined; waitedMs: number; reentered: boolean }];
+  released: [{ key: string; owner: string }];
+  renewed: [{ key: string; owner: string }];
+  lost: [{ key: string; owner: string; error: Error }];
+  contended: [{ key: string; owner: string; attempt: number }];
+  error: [{ key: string | undefined; error: Error }];
+}
+
+export interface LockClient {
+  readonly backend: string;
+  /** Resolves once the backend is loaded; its capabilities. */
+  capabilities(): Promise<Capabilities>;
+  acquire(key: string, options?: AcquireOptions): Promise<Lock>;
+  /** One attempt, no waiting: null when another owner holds the lock. */
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lock | null>;
+  /** Acquire, run `fn` with the lock (auto-renewed), release even if `fn` throws. */
+  withLock<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+  on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
+  off<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
+  once<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
+  /** Number of locks this client holds right now (leases, not re-entries). */
+  readonly heldCount: number;
+  /** Stops renewals and closes the backend. Held locks are released first (best effort). */
+  close(): Promise<void>;
+}
+
+/** The object form of configuration. A URL string is the short form of `{ url }`. */
+export interface LockClientOptions {
+  /** `memory://`, `redis://host:6379?mode=setnx`, `postgres://...`, `zookeeper://...`, `memcached://...` */
+  readonly url?: string;
+  /** A scheme name (when no url), or a ready backend instance (adapter tests, custom wiring). */
+  readonly backend?: string | LockBackend;
+  /** Backend-specific options, passed to the backend factory beside the URL. */
+  readonly options?: Readonly<Record<string, unknown>>;
+  /** Prepended to every key: namespaces that share a server never see each other's locks. */
+  readonly prefix?: string;
+  /** Defaults for acquire options. */
+  readonly defaults?: Partial<LockDefaults>;
+  /** Where backend factories are looked up; default: Deadbolt's own child of tsyringe's root container. */
+  readonly container?: DependencyContainer;
+}
+
+export type LockClientConfig = string | LockClientOptions;

@@ -1,0 +1,77 @@
+import type { Capabilities } from './backend.js';
+import { InvalidArgumentError } from './errors.js';
+import type { AcquireOptions } from './types.js';
+
+/** setTimeout's ceiling: a longer ttl or wait would silently fire at once. */
+export const maxDurationMs = 2 ** 31 - 1;
+
+const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'autoRenew', 'signal', 'owner']);
+
+/** Checks what can be checked without the backend: types, ranges, unknown names. No I/O. */
+export function validateAcquireOptions(key: unknown, options: unknown, backend: string, allowWait = true): asserts options is AcquireOptions | undefined {
+  const context = { key: typeof key === 'string' ? key : undefined, backend };
+  if (typeof key !== 'string') {
+    throw new InvalidArgumentError('key', `expected a string, got ${describeValue(key)}`, context);
+  }
+  if (key.length === 0) {
+    throw new InvalidArgumentError('key', 'the key is empty; name the resource the lock protects, e.g. "order:42"', context);
+  }
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidArgumentError('options', `expected an object, got ${describeValue(options)}`, context);
+  }
+  const record = options as Record<string, unknown>;
+  for (const name of Object.keys(record)) {
+    if (!acquireOptionNames.has(name) || (name === 'waitMs' && !allowWait)) {
+      const allowed = [...acquireOptionNames].filter((n) => allowWait || n !== 'waitMs').join(', ');
+      throw new InvalidArgumentError(`option "${name}"`, `unknown option; the options are ${allowed}`, context);
+    }
+  }
+  checkDuration('ttlMs', record.ttlMs, 1, context);
+  checkDuration('waitMs', record.waitMs, 0, context);
+  if (record.autoRenew !== undefined && typeof record.autoRenew !== 'boolean') {
+    throw new InvalidArgumentError('autoRenew', `expected true or false, got ${describeValue(record.autoRenew)}`, context);
+  }
+  if (record.signal !== undefined && !(record.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('signal', `expected an AbortSignal, got ${describeValue(record.signal)}`, context);
+  }
+  if (record.owner !== undefined && (typeof record.owner !== 'string' || record.owner.length === 0)) {
+    throw new InvalidArgumentError('owner', `expected a non-empty string, got ${describeValue(record.owner)}`, context);
+  }
+}
+
+/** The checks that need the backend's capabilities: key length in bytes, minimum ttl. Still no I/O. */
+export function validateAgainstCapabilities(fullKey: string, userKey: string, ttlMs: number, capabilities: Capabilities, backend: string): void {
+  const context = { key: userKey, backend };
+  const bytes = Buffer.byteLength(fullKey, 'utf8');
+  if (bytes > capabilities.maxKeyBytes) {
+    throw new InvalidArgumentError(
+      'key',
+      `${bytes} bytes with the prefix, over this backend's limit of ${capabilities.maxKeyBytes}; shorten it or hash it`,
+      context,
+    );
+  }
+  if (ttlMs < capabilities.minTtlMs) {
+    throw new InvalidArgumentError(
+      'ttlMs',
+      `${ttlMs} ms is below this backend's shortest lease of ${capabilities.minTtlMs} ms; use ttlMs >= ${capabilities.minTtlMs}`,
+      context,
+    );
+  }
+}
+
+function checkDuration(name: string, value: unknown, minimum: number, context: { key: string | undefined; backend: string }): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum || value > maxDurationMs) {
+    const range = minimum === 0 ? 'a non-negative integer' : 'a positive integer';
+    throw new InvalidArgumentError(name, `expected ${range} of milliseconds up to ${maxDurationMs}, got ${describeValue(value)}`, context);
+  }
+}
+
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  return typeof value;
+}
