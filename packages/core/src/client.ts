@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, Grant, LockBackend } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
@@ -53,6 +53,8 @@ export class DeadboltClient implements LockClient, HandleOwner {
     this.configuredPrefix = resolved.prefix;
     this.backendLabel = resolved.scheme;
     this.emitter.setMaxListeners(0);
+    // Every pending acquire listens for close(); thousands may wait at once.
+    setMaxListeners(0, this.closing.signal);
     if (resolved.backend instanceof Promise) {
       this.backendLoading = resolved.backend.then((backend) => this.adopt(backend));
       this.backendLoading.catch(() => undefined);
