@@ -176,6 +176,10 @@ export class DeadboltClient implements LockClient, HandleOwner {
         const sentAt = Date.now();
         if (backend.acquire && plan.waitMs > 0) {
           const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(request, deadline, abort.signal), false);
+          if (grant && abort.signal.aborted) {
+            // Granted in the same instant as the abort: give it back rather than leave it held.
+            await this.call(backend, 'release', plan.userKey, () => backend.release(grant), true).catch(() => false);
+          }
           abort.signal.throwIfAborted();
           if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
           throw this.timeout(backend, plan, attempts);
@@ -278,7 +282,9 @@ export class DeadboltClient implements LockClient, HandleOwner {
     if (lease.holds === 0) this.forget(lease);
     await traced('release', { 'deadbolt.key': lease.userKey, 'deadbolt.backend': backend.name }, async () => {
       // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
-      const deleted = await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
+      // After a loss that release is only tidying up, so its failure is not the caller's problem.
+      const release = this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
+      const deleted = lease.lost ? await release.catch(() => false) : await release;
       if (!deleted && !lease.lost) this.markLost(lease, 'at release the lock was no longer ours (expired or taken over)');
     });
     this.emit('released', { key: lease.userKey, owner: lease.owner });
@@ -328,25 +334,29 @@ export class DeadboltClient implements LockClient, HandleOwner {
   private async call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, bounded: boolean): Promise<T> {
     const context = { key, backend: backend.name };
     let timer: NodeJS.Timeout | undefined;
+    let gaveUp = false;
     try {
       const operation = fn();
       if (!bounded) return await operation;
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new BackendUnavailableError(action, { ...context, cause: new Error(`no answer in ${backendCallTimeoutMs} ms`) })), backendCallTimeoutMs);
+        timer = setTimeout(() => {
+          gaveUp = true;
+          reject(new BackendUnavailableError(action, { ...context, cause: new Error(`no answer in ${backendCallTimeoutMs} ms`) }));
+        }, backendCallTimeoutMs);
       });
-      if (action === 'acquire') {
-        // A grant that arrives after we gave up must not stay behind.
-        operation.then((late) => {
-          if (timer === undefined && isGrantResult(late)) void backend.release(late.grant).catch(() => undefined);
-        }, () => undefined);
-      }
+      // A grant that arrives after we gave up must not stay behind.
+      operation.then(
+        (late) => {
+          if (gaveUp && isGrantResult(late)) void backend.release(late.grant).catch(() => undefined);
+        },
+        () => undefined,
+      );
       return await Promise.race([operation, deadline]);
     } catch (error) {
       if (error instanceof DeadboltError || isAbortReason(error)) throw error;
       throw new BackendUnavailableError(action, { ...context, cause: error });
     } finally {
       if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
     }
   }
 
