@@ -1,0 +1,28 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import type { Mutex } from '../subject.js';
+
+const compareAndDelete = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+
+/**
+ * The bare protocol every Redis lock builds on, with nothing around it: SET NX PX to take,
+ * a Lua compare-and-delete to give back, and a 1 ms poll while busy. The baseline of the ratios.
+ */
+export async function openRawRedis(url: string, ttlMs: number): Promise<Mutex> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const sha = (await redis.script('LOAD', compareAndDelete)) as string;
+  return {
+    async acquire(key) {
+      const token = randomBytes(16).toString('hex');
+      while ((await redis.set(key, token, 'PX', ttlMs, 'NX')) !== 'OK') await delay(1);
+      return async () => {
+        await redis.evalsha(sha, 1, key, token);
+      };
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import { createLockClient, findBackendFactory, knownBackendPackages, type Grant, type LockBackend } from '@deadbolt/core';
+import { setTimeout as delay } from 'node:timers/promises';
+import { round } from './stats.js';
+import type { BenchRow } from './subject.js';
+
+export interface ScaleSettings {
+  readonly locks: number;
+  readonly ttlMs: number;
+  readonly periods: number;
+  readonly keyspace: string;
+}
+
+/** Wraps a backend to count renewal round trips; everything else passes through. */
+function countRenewals(backend: LockBackend): { backend: LockBackend; calls: () => number; grants: () => number } {
+  let calls = 0;
+  let grants = 0;
+  const wrapped: LockBackend = {
+    name: backend.name,
+    capabilities: backend.capabilities,
+    ...(backend.defaultPrefix === undefined ? {} : { defaultPrefix: backend.defaultPrefix }),
+    tryAcquire: (request) => backend.tryAcquire(request),
+    ...(backend.acquire ? { acquire: backend.acquire.bind(backend) } : {}),
+    renew: (grant: Grant, ttlMs: number) => {
+      calls += 1;
+      grants += 1;
+      return backend.renew(grant, ttlMs);
+    },
+    ...(backend.renewMany
+      ? {
+          renewMany: (list: readonly Grant[], ttls: readonly number[]) => {
+            calls += 1;
+            grants += list.length;
+            return backend.renewMany!(list, ttls);
+          },
+        }
+      : {}),
+    release: (grant) => backend.release(grant),
+    ...(backend.waitForChange ? { waitForChange: backend.waitForChange.bind(backend) } : {}),
+    close: () => backend.close(),
+  };
+  return { backend: wrapped, calls: () => calls, grants: () => grants };
+}
+
+async function makeBackend(url: string): Promise<LockBackend> {
+  const parsed = new URL(url);
+  const scheme = parsed.protocol.replace(/:$/, '');
+  const packageName = knownBackendPackages[scheme];
+  if (packageName) await import(packageName);
+  const factory = findBackendFactory(scheme);
+  if (!factory) throw new Error(`no backend registered for ${scheme}`);
+  return factory({ url: parsed, options: {} });
+}
+
+/**
+ * Holds `locks` locks with auto-renew for `periods` ttl periods: renewal round trips per tick,
+ * client CPU, heap per held lock, and whether every lock survived.
+ */
+export async function runScale(url: string, mode: string, backendLabel: string, settings: ScaleSettings): Promise<BenchRow> {
+  const counted = countRenewals(await makeBackend(url));
+  const client = createLockClient({ backend: counted.backend, prefix: `${settings.keyspace}:` });
+  const gc = (globalThis as { gc?: () => void }).gc;
+  try {
+    gc?.();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const acquiredAt = performance.now();
+    const locks = [];
+    const batch = 500;
+    for (let start = 0; start < settings.locks; start += batch) {
+      const count = Math.min(batch, settings.locks - start);
+      locks.push(...(await Promise.all(Array.from({ length: count }, (_, i) => client.acquire(`k${start + i}`, { ttlMs: settings.ttlMs, autoRenew: true, waitMs: 0 })))));
+    }
+    const acquireMs = performance.now() - acquiredAt;
+    gc?.();
+    const heapPerLock = (process.memoryUsage().heapUsed - heapBefore) / settings.locks;
+    const cpuBefore = process.cpuUsage();
+    const callsBefore = counted.calls();
+    const holdStarted = performance.now();
+    await delay(settings.ttlMs * settings.periods);
+    const holdSeconds = (performance.now() - holdStarted) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    const renewalCalls = counted.calls() - callsBefore;
+    const lost = locks.filter((lock) => !lock.held).length;
+    // Renewal ticks: one every ttl/3 per lease generation; a batched client needs ~1 call per tick.
+    const ticks = Math.max(1, Math.round((holdSeconds * 1000) / (settings.ttlMs / 3)));
+    await Promise.all(locks.map((lock) => lock.release()));
+    return {
+      backend: backendLabel,
+      mode,
+      workload: 'scale-10k',
+      subject: 'deadbolt',
+      opsPerSec: round(settings.locks / (acquireMs / 1000), 1),
+      ownerChangesPerSec: null,
+      p50Ms: Number.NaN,
+      p99Ms: Number.NaN,
+      maxMs: Number.NaN,
+      fairness: null,
+      ratioToRaw: null,
+      extra: {
+        locks: settings.locks,
+        lost,
+        renewalCallsPerTick: round(renewalCalls / ticks, 2),
+        renewedGrants: counted.grants(),
+        clientCpuPercent: round(((cpu.user + cpu.system) / 1000 / (holdSeconds * 1000)) * 100, 1),
+        heapBytesPerLock: Math.round(heapPerLock),
+        stillHeldAfterRelease: client.heldCount,
+      },
+    };
+  } finally {
+    await client.close();
+  }
+}

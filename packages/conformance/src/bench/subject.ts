@@ -1,0 +1,35 @@
+/** What the benchmark measures: something that can take and give back a lock on a key. */
+export interface Mutex {
+  /** Resolves with the release function once the lock is held; rejects if it was not acquired. */
+  acquire(key: string): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export type SubjectKind = 'deadbolt' | 'raw' | 'node-redlock' | 'redis-semaphore';
+
+export interface Subject {
+  readonly backend: string;
+  readonly mode: string;
+  readonly subject: SubjectKind;
+  /** A new, independent client (its own connections): one per worker. */
+  open(): Promise<Mutex>;
+}
+
+export type Workload = 'uncontended' | 'uncontended-50' | 'contended-10' | 'contended-50' | 'scale-10k';
+
+export interface BenchRow {
+  backend: string;
+  mode: string;
+  workload: Workload;
+  subject: SubjectKind;
+  holdMs?: number;
+  opsPerSec: number;
+  ownerChangesPerSec: number | null;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  fairness: number | null;
+  ratioToRaw: number | null;
+  failures?: number;
+  extra?: Record<string, number>;
+}
