@@ -48,7 +48,7 @@ export interface Grant {
   /** Fencing token, strictly increasing per key across holders, where `capabilities.fencing`. */
   readonly fence?: number;
   /** Local time (Date.now()) at which the backend's own validity ends, if it knows a tighter one than ttl (redlock). */
-  readonly validUntil?: number;
+  validUntil?: number;
 }
 
 /** The answer to one attempt. */
@@ -83,7 +83,10 @@ export interface LockBackend {
    */
   acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
 
-  /** Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone. */
+  /**
+   * Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone.
+   * A backend with its own validity (redlock) may move `grant.validUntil` forward before resolving.
+   */
   renew(grant: Grant, ttlMs: number): Promise<boolean>;
 
   /** Renews many grants in one round trip per connection. Core batches auto-renewals through it. */
@@ -109,6 +112,9 @@ export interface LockBackend {
 export type BackendFactory = (config: BackendConfig) => LockBackend;
 
 export interface BackendConfig {
+  /** The parsed URL. For a host list (`a:1,b:2`) only the first host is in it: read `urlText`. */
   readonly url?: URL;
+  /** The URL exactly as the user wrote it: backends with host lists parse their hosts from it. */
+  readonly urlText?: string;
   readonly options: Readonly<Record<string, unknown>>;
 }

@@ -275,7 +275,8 @@ export class DeadboltClient implements LockClient, HandleOwner {
     handle.released = true;
     lease.holds -= 1;
     const serverCounts = backend.capabilities.reentrant === 'server';
-    if (lease.holds > 0 && !serverCounts) {
+    // close() already released every lease on the backend (and closed it): nothing left to send.
+    if ((lease.holds > 0 && !serverCounts) || (this.closed && lease.lost)) {
       this.emit('released', { key: lease.userKey, owner: lease.owner });
       return;
     }
@@ -391,6 +392,11 @@ export class DeadboltClient implements LockClient, HandleOwner {
     await Promise.allSettled(
       leases.map(async (lease) => {
         this.forget(lease);
+        // The holders must learn that the lock is going: their signal aborts, `held` turns false,
+        // renew() rejects, and a later release()/dispose is the no-op tidy-up of an ended lease
+        // instead of a call on the closed backend.
+        lease.lost = true;
+        lease.controller.abort(new ClientClosedError({ key: lease.userKey, backend: backend.name }));
         await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
       }),
     );

@@ -37,7 +37,7 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
   }
   const prefix = options.prefix ?? (url?.searchParams.has('prefix') ? (url.searchParams.get('prefix') ?? '') : undefined);
   const container = options.container ?? backendContainer;
-  const backendConfig = { ...(url ? { url } : {}), options: options.options ?? {} };
+  const backendConfig = { ...(url ? { url, urlText: options.url } : {}), options: options.options ?? {} };
   const factory = findBackendFactory(scheme, container);
   if (factory) return { scheme, prefix, defaults, backend: factory(backendConfig) };
 

@@ -1,18 +1,51 @@
-import { metrics, trace, SpanStatusCode, type Span } from '@opentelemetry/api';
+import { metrics, trace, SpanStatusCode, type Meter, type MeterProvider, type Span } from '@opentelemetry/api';
 
 /**
  * OpenTelemetry through the API package only: a no-op until the application installs an SDK, so
  * Deadbolt never chooses an exporter for anyone.
  */
 const tracer = trace.getTracer('@deadbolt/core');
-const meter = metrics.getMeter('@deadbolt/core');
 
-export const instruments = {
-  acquisitions: meter.createCounter('deadbolt.lock.acquisitions', { description: 'Locks acquired (re-entries included)' }),
-  waitTime: meter.createHistogram('deadbolt.lock.wait', { description: 'Time spent waiting for a lock', unit: 'ms' }),
-  timeouts: meter.createCounter('deadbolt.lock.timeouts', { description: 'Acquisitions that gave up at waitMs' }),
-  lost: meter.createCounter('deadbolt.lock.lost', { description: 'Locks lost while held' }),
-  renewals: meter.createCounter('deadbolt.lock.renewals', { description: 'Lease renewals confirmed' }),
+function createInstruments(meter: Meter) {
+  return {
+    acquisitions: meter.createCounter('deadbolt.lock.acquisitions', { description: 'Locks acquired (re-entries included)' }),
+    waitTime: meter.createHistogram('deadbolt.lock.wait', { description: 'Time spent waiting for a lock', unit: 'ms' }),
+    timeouts: meter.createCounter('deadbolt.lock.timeouts', { description: 'Acquisitions that gave up at waitMs' }),
+    lost: meter.createCounter('deadbolt.lock.lost', { description: 'Locks lost while held' }),
+    renewals: meter.createCounter('deadbolt.lock.renewals', { description: 'Lease renewals confirmed' }),
+  };
+}
+
+type Instruments = ReturnType<typeof createInstruments>;
+let current: { provider: MeterProvider; instruments: Instruments } | undefined;
+
+/**
+ * Unlike the tracer API, the metrics API has no proxy: a meter taken before the application installs
+ * its SDK stays a no-op forever, and ESM evaluates `import '@deadbolt/core'` before the app's own
+ * `sdk.start()`. So the instruments follow whichever MeterProvider is global at the time of use.
+ */
+function instrumentsNow(): Instruments {
+  const provider = metrics.getMeterProvider();
+  if (current?.provider !== provider) current = { provider, instruments: createInstruments(provider.getMeter('@deadbolt/core')) };
+  return current.instruments;
+}
+
+export const instruments: Instruments = {
+  get acquisitions() {
+    return instrumentsNow().acquisitions;
+  },
+  get waitTime() {
+    return instrumentsNow().waitTime;
+  },
+  get timeouts() {
+    return instrumentsNow().timeouts;
+  },
+  get lost() {
+    return instrumentsNow().lost;
+  },
+  get renewals() {
+    return instrumentsNow().renewals;
+  },
 };
 
 /** Runs `fn` inside a span named `deadbolt.<operation>`; records the error and status. */

@@ -10,12 +10,27 @@ export function redactUrl(url: URL): string {
   return copy.href;
 }
 
-/** Parses a backend URL, or throws InvalidArgumentError without echoing credentials. */
+/**
+ * Parses a backend URL, or throws InvalidArgumentError without echoing credentials.
+ * Host lists (`redis://a:6379,b:6379`, `zookeeper://z1:2181,z2:2181/path`) are not valid WHATWG
+ * URLs, so they parse with the first host standing in; the backend reads the whole list from the
+ * text it is also given (BackendConfig.urlText).
+ */
 export function parseBackendUrl(text: string): URL {
   try {
     return new URL(text);
   } catch {
-    const shown = text.replace(/\/\/[^@/]*@/, '//***@');
+    const hostList = /^([a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?)([^/?#]*,[^/?#]*)(.*)$/i.exec(text);
+    if (hostList) {
+      try {
+        return new URL(`${hostList[1]}${hostList[2]!.split(',')[0]}${hostList[3]}`);
+      } catch {
+        // fall through to the error below
+      }
+    }
+    // Mask everything between the scheme and the LAST '@': a malformed URL's password may itself
+    // contain '/' or '@' (often why it is malformed), so its end cannot be found any other way.
+    const shown = text.replace(/^([^:/?#]*:(?:\/\/)?).*@/s, '$1***@');
     throw new InvalidArgumentError(
       'url',
       `"${shown}" is not a URL; expected e.g. memory://, redis://127.0.0.1:6379?mode=setnx, postgres://user:pass@host:5432/db`,

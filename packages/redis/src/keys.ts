@@ -1,0 +1,67 @@
+/**
+ * Key naming. The lock lives under the exact key core hands us (so with an empty prefix the setnx
+ * mode interoperates with other SET NX PX clients). Every other key a script touches (the fencing
+ * counter) must hash to the same Redis Cluster slot, so it carries the lock key's hash tag.
+ * Slot rules: https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags
+ */
+
+export const slotCount = 16_384;
+
+/** The part of a key Redis Cluster hashes: the first non-empty `{...}`, else the whole key. */
+export function hashedPart(key: string): string {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return key.slice(open + 1, close);
+  }
+  return key;
+}
+
+/** CRC16/XMODEM over the UTF-8 bytes, as Redis Cluster computes key slots. */
+export function crc16(text: string): number {
+  let crc = 0;
+  for (const byte of Buffer.from(text, 'utf8')) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit += 1) {
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+  }
+  return crc;
+}
+
+export function slotOf(key: string): number {
+  return crc16(hashedPart(key)) % slotCount;
+}
+
+const tagForSlot = new Map<number, string>();
+
+/**
+ * A tag `{t}` whose slot equals `slot`. Only needed for keys whose hashed part cannot be wrapped in
+ * braces (it contains `}`); found by a short search over base-36 numbers and cached per slot.
+ */
+function tagOfSlot(slot: number): string {
+  let tag = tagForSlot.get(slot);
+  for (let candidate = 0; tag === undefined; candidate += 1) {
+    const text = candidate.toString(36);
+    if (crc16(text) % slotCount === slot) tag = text;
+  }
+  tagForSlot.set(slot, tag);
+  return tag;
+}
+
+/** A key next to `key` (same cluster slot) for `purpose`, e.g. the fencing counter. */
+export function siblingKey(key: string, purpose: string): string {
+  const hashed = hashedPart(key);
+  if (hashed !== key) return `${key}:${purpose}`; // the key has its own tag; appending keeps it
+  if (!key.includes('}')) return `{${key}}:${purpose}`;
+  return `{${tagOfSlot(slotOf(key))}}:${purpose}:${key}`;
+}
+
+export function fenceKey(key: string): string {
+  return siblingKey(key, 'fence');
+}
+
+/** The pub/sub channel a release is announced on. Channels are not keys: no slot constraint. */
+export function releaseChannel(key: string): string {
+  return `deadbolt:released:${key}`;
+}

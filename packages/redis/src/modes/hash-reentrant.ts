@@ -1,0 +1,53 @@
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core';
+import type { Cluster, Redis } from 'ioredis';
+import { fenceKey, releaseChannel } from '../keys.js';
+import { pipelined } from '../pipeline.js';
+import { pair, queueScript, runScript } from '../scripts.js';
+import { baseCapabilities, type LockMode } from './mode.js';
+
+export const hashReentrantCapabilities: Capabilities = Object.freeze({
+  ...baseCapabilities,
+  fencing: true,
+  reentrant: 'server',
+  notifications: true,
+  clock: 'server',
+});
+
+/**
+ * Redisson's reentrant lock (seed 001): a hash per lock, field = owner id, value = hold count. The
+ * server counts re-entries, so core calls tryAcquire again for each nested hold and release once per
+ * hold; the last release deletes the hash and publishes on the lock's channel. The grant's token is
+ * the owner id: that is what the server compares.
+ */
+export class HashReentrantMode implements LockMode {
+  readonly mode = 'hash-reentrant' as const;
+  readonly capabilities = hashReentrantCapabilities;
+  readonly publishesReleases = true;
+
+  constructor(private readonly connection: Redis | Cluster) {}
+
+  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    const [acquired, value] = pair(await runScript(this.connection, 'hash-acquire', [request.key, fenceKey(request.key)], [request.ttlMs, request.owner]));
+    if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
+    return { acquired: true, grant: { key: request.key, owner: request.owner, token: request.owner, fence: value } };
+  }
+
+  async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    return Number(await runScript(this.connection, 'hash-renew', [grant.key], [grant.token, ttlMs])) === 1;
+  }
+
+  async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
+    const replies = await pipelined(
+      this.connection,
+      grants.map((grant) => grant.key),
+      (pipeline, index) => queueScript(pipeline, 'hash-renew', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+    );
+    return replies.map((reply) => Number(reply) === 1);
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    return Number(await runScript(this.connection, 'hash-release', [grant.key], [grant.token, releaseChannel(grant.key)])) > 0;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,28 @@
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core';
+import type { RedisMode } from '../options.js';
+
+/**
+ * One lock algorithm. The backend wraps every call with the deadline, the error mapping and the
+ * release notifications; a mode only talks to Redis, one atomic script per check-and-act.
+ */
+export interface LockMode {
+  readonly mode: RedisMode;
+  readonly capabilities: Capabilities;
+  tryAcquire(request: AcquireRequest): Promise<AttemptResult>;
+  renew(grant: Grant, ttlMs: number): Promise<boolean>;
+  /** One round trip per connection. Throws when the outcome of any renewal is unknown. */
+  renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]>;
+  release(grant: Grant): Promise<boolean>;
+  /** Whether a release publishes on releaseChannel(key), so the backend can offer waitForChange. */
+  readonly publishesReleases: boolean;
+  close(): Promise<void>;
+}
+
+/** Capabilities every Redis mode shares; each mode overrides what differs. */
+export const baseCapabilities = {
+  consistency: 'AP',
+  lease: 'ttl',
+  minTtlMs: 1,
+  // Redis allows 512 MB keys; locks do not need them, and every script copies the key.
+  maxKeyBytes: 8_192,
+} as const;

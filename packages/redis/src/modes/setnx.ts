@@ -1,0 +1,55 @@
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core';
+import type { Cluster, Redis } from 'ioredis';
+import { fenceKey, releaseChannel } from '../keys.js';
+import { pipelined } from '../pipeline.js';
+import { pair, queueScript, runScript } from '../scripts.js';
+import { randomToken } from '../token.js';
+import { baseCapabilities, type LockMode } from './mode.js';
+
+export const setnxCapabilities: Capabilities = Object.freeze({
+  ...baseCapabilities,
+  fencing: true,
+  reentrant: 'client',
+  notifications: true,
+  clock: 'server',
+});
+
+/**
+ * The standard single-instance Redis lock (seeds 000, 002, 004; the Redis docs' "Distributed locks"
+ * page): the value under the key is a plain random token set with SET NX PX, so any other client of
+ * the same protocol (redis-py's Lock, node-redlock with one node) excludes us on the same key.
+ * Release is compare-and-delete, renew compare-and-pexpire, both in Lua.
+ */
+export class SetnxMode implements LockMode {
+  readonly mode = 'setnx' as const;
+  readonly capabilities = setnxCapabilities;
+  readonly publishesReleases = true;
+
+  constructor(private readonly connection: Redis | Cluster) {}
+
+  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    const token = randomToken();
+    const [acquired, value] = pair(await runScript(this.connection, 'setnx-acquire', [request.key, fenceKey(request.key)], [token, request.ttlMs]));
+    if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
+    return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: value } };
+  }
+
+  async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    return Number(await runScript(this.connection, 'compare-pexpire', [grant.key], [grant.token, ttlMs])) === 1;
+  }
+
+  async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
+    const replies = await pipelined(
+      this.connection,
+      grants.map((grant) => grant.key),
+      (pipeline, index) => queueScript(pipeline, 'compare-pexpire', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+    );
+    return replies.map((reply) => Number(reply) === 1);
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    return Number(await runScript(this.connection, 'compare-delete', [grant.key], [grant.token, releaseChannel(grant.key)])) === 1;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,85 @@
+import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
+import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { grantOf, Opened, request, timed } from './support.js';
+
+let server: ServerHandle;
+const opened = new Opened();
+const commandTimeoutMs = 500;
+/** Generous: the machine is shared. What matters is "bounded", not "fast". */
+const slackMs = 2_500;
+
+beforeAll(async () => {
+  server = await startRedis();
+});
+afterEach(() => opened.closeAll());
+afterAll(() => server?.stop());
+
+describe('redis faults', () => {
+  it('a server that is down gives BackendUnavailableError within the deadline, naming key and backend', async () => {
+    const backend = opened.backend(server.url, { commandTimeoutMs });
+    await grantOf(backend, request('down:warm', 10_000)); // connected before the server goes away
+    await server.down();
+    try {
+      for (const key of ['down:a', 'down:b']) {
+        const { ms, error } = await timed(backend.tryAcquire(request(key, 10_000)));
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect((error as BackendUnavailableError).key).toBe(key);
+        expect((error as BackendUnavailableError).backend).toBe('redis:setnx');
+        expect(ms).toBeLessThan(commandTimeoutMs + slackMs);
+      }
+    } finally {
+      await server.up();
+    }
+    // And it recovers once the server is back.
+    await grantOf(backend, request('down:after', 10_000));
+  });
+
+  it('a client created while the server is down fails fast too (no hang in the offline queue)', async () => {
+    await server.down();
+    try {
+      const client = createLockClient({ url: `${server.url}?commandTimeoutMs=${commandTimeoutMs}` });
+      const { ms, error } = await timed(client.acquire('never', { ttlMs: 5_000, waitMs: 60_000 }));
+      await client.close();
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      expect(ms).toBeLessThan(commandTimeoutMs + slackMs);
+    } finally {
+      await server.up();
+    }
+  });
+
+  it('a frozen server (SIGSTOP) gives BackendUnavailableError within the deadline, for acquire, renew and release', async () => {
+    const backend = opened.backend(server.url, { commandTimeoutMs });
+    const grant = await grantOf(backend, request('paused:held', 30_000));
+    await server.pause();
+    try {
+      const operations: (() => Promise<unknown>)[] = [
+        () => backend.tryAcquire(request('paused:key', 10_000)),
+        () => backend.renew(grant, 30_000),
+        () => backend.renewMany([grant], [30_000]),
+        () => backend.release(grant),
+      ];
+      for (const operation of operations) {
+        const { ms, error } = await timed(operation());
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect(ms).toBeLessThan(commandTimeoutMs + slackMs);
+      }
+    } finally {
+      await server.resume();
+    }
+  });
+
+  it('the URL password never appears in an error', async () => {
+    await server.down();
+    try {
+      const client = createLockClient(`redis://user:s3cret-pw@${server.host}:${server.port}?commandTimeoutMs=${commandTimeoutMs}`);
+      const { error } = await timed(client.tryAcquire('k'));
+      await client.close();
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      const text = `${String(error)} ${String((error as Error).cause)} ${JSON.stringify(error)}`;
+      expect(text).not.toContain('s3cret-pw');
+    } finally {
+      await server.up();
+    }
+  });
+});
