@@ -418,6 +418,8 @@ function lostReason(signal: AbortSignal): Error | undefined {
 
 /** An AbortController that follows either input; `dispose` detaches it so nothing leaks. */
 function linkSignals(...signals: (AbortSignal | undefined)[]): { signal: AbortSignal; dispose(): void } {
+  const given = signals.filter((signal): signal is AbortSignal => signal !== undefined);
+  if (given.length === 1) return { signal: given[0]!, dispose: () => undefined }; // the common case costs nothing
   const controller = new AbortController();
   const cleanups: (() => void)[] = [];
   for (const signal of signals) {

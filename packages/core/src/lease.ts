@@ -12,7 +12,14 @@ export class Lease {
   /** Local time of the next automatic renewal (Infinity without autoRenew). */
   renewDueAt: number;
   renewing = false;
-  readonly controller = new AbortController();
+  private abortController: AbortController | undefined;
+
+  /** Made on first use: most locks are released without anyone looking at their signal, and an
+   * AbortController costs more than the rest of an in-memory acquire. */
+  get controller(): AbortController {
+    this.abortController ??= new AbortController();
+    return this.abortController;
+  }
 
   constructor(
     readonly userKey: string,
