@@ -1,7 +1,10 @@
 import type { ServerHandle } from '../servers/index.js';
 import { openDeadbolt } from './deadbolt.js';
 import { openNodeRedlock, openRedisSemaphore } from './raw/peers.js';
+import { openRawMemcached } from './raw/memcached.js';
+import { openRawPostgres } from './raw/postgres.js';
 import { openRawRedis } from './raw/redis.js';
+import { openRawZooKeeper } from './raw/zookeeper.js';
 import type { Mutex, Subject, SubjectKind } from './subject.js';
 
 /** One backend of the run: its server (if any), its modes and the baselines beside them. */
@@ -13,17 +16,61 @@ export interface BackendPlan {
   subjects(server: ServerHandle | undefined, ttlMs: number): Subject[];
   /** Modes measured at scale (10 000 held locks), with the URL of each. */
   scaleUrls(server: ServerHandle | undefined): { mode: string; url: string }[];
+  /**
+   * Overrides of the scale run (default 10 000 locks, ttl 1.5 s) where a backend cannot take the
+   * default in reasonable time or granularity; `why` says so in the progress output and here.
+   */
+  readonly scale?: { readonly locks?: number; readonly ttlMs?: number; readonly why: string };
+}
+
+/** The fixture starters the plans use (cli.ts passes them; tests could pass others). */
+export interface Starters {
+  readonly redis: () => Promise<ServerHandle>;
+  readonly postgres: () => Promise<ServerHandle>;
+  readonly memcached: () => Promise<ServerHandle>;
+  readonly zookeeper: () => Promise<ServerHandle>;
 }
 
 function subject(backend: string, mode: string, kind: SubjectKind, open: () => Promise<Mutex>): Subject {
   return { backend, mode, subject: kind, open };
 }
 
+/**
+ * Runs acquire/release cycles for `ms` on a fresh server before any measurement: a just-started
+ * JVM (ZooKeeper) runs several times slower until its JIT has compiled the request path, which
+ * would penalise whichever subject happens to be measured first (here, the raw baseline); a new
+ * PostgreSQL cluster likewise starts with cold caches.
+ */
+async function warmUp(open: () => Promise<Mutex>, ms: number): Promise<void> {
+  const mutex = await open();
+  try {
+    const until = performance.now() + ms;
+    for (let i = 0; performance.now() < until; i += 1) {
+      const release = await mutex.acquire(`bench-warmup:${i % 8}`);
+      await release();
+    }
+  } finally {
+    await mutex.close();
+  }
+}
+
+/** Starts a server and warms it; a failed warm-up stops the server again (cli.ts only stops what start() returned). */
+async function startWarm(start: () => Promise<ServerHandle>, open: (server: ServerHandle) => Promise<Mutex>, ms: number): Promise<ServerHandle> {
+  const server = await start();
+  try {
+    await warmUp(() => open(server), ms);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return server;
+}
+
 function withMode(url: string, mode: string): string {
   return `${url}${url.includes('?') ? '&' : '?'}mode=${mode}`;
 }
 
-export function backendPlans(startRedis: () => Promise<ServerHandle>): BackendPlan[] {
+export function backendPlans(starters: Starters): BackendPlan[] {
   return [
     {
       backend: 'memory',
@@ -34,7 +81,7 @@ export function backendPlans(startRedis: () => Promise<ServerHandle>): BackendPl
     {
       backend: 'redis',
       adapterPackage: '@deadbolt/redis',
-      start: startRedis,
+      start: starters.redis,
       subjects: (server, ttlMs) => {
         const url = server!.url;
         return [
@@ -45,6 +92,48 @@ export function backendPlans(startRedis: () => Promise<ServerHandle>): BackendPl
         ];
       },
       scaleUrls: (server) => ['setnx', 'hash-reentrant'].map((mode) => ({ mode, url: withMode(server!.url, mode) })),
+    },
+    {
+      backend: 'postgres',
+      adapterPackage: '@deadbolt/postgres',
+      start: () => startWarm(starters.postgres, (server) => openRawPostgres(server.url), 1_000),
+      subjects: (server, ttlMs) => {
+        const url = server!.url;
+        return [
+          // One raw subject for both shapes: try-lock (uncontended rows), then the blocking lock (contended rows).
+          subject('postgres', 'advisory try, then blocking', 'raw', () => openRawPostgres(url)),
+          ...['advisory', 'lease'].map((mode) => subject('postgres', mode, 'deadbolt', () => openDeadbolt(withMode(url, mode), ttlMs))),
+        ];
+      },
+      scaleUrls: (server) => ['advisory', 'lease'].map((mode) => ({ mode, url: withMode(server!.url, mode) })),
+    },
+    {
+      backend: 'memcached',
+      adapterPackage: '@deadbolt/memcached',
+      start: starters.memcached,
+      subjects: (server, ttlMs) => {
+        const url = server!.url;
+        return [subject('memcached', 'add/delete', 'raw', () => openRawMemcached(url, ttlMs)), subject('memcached', '-', 'deadbolt', () => openDeadbolt(url, ttlMs))];
+      },
+      scaleUrls: (server) => [{ mode: '-', url: server!.url }],
+      // Memcached expiries are whole seconds: a 1.5 s ttl would round, so scale with 3 s (renewal every 1 s).
+      scale: { ttlMs: 3_000, why: 'memcached expiries are whole seconds' },
+    },
+    {
+      backend: 'zookeeper',
+      adapterPackage: '@deadbolt/zookeeper',
+      start: () => startWarm(starters.zookeeper, (server) => openRawZooKeeper(server.url), 3_000),
+      subjects: (server, ttlMs) => {
+        const url = server!.url;
+        return [
+          subject('zookeeper', 'bare recipe', 'raw', () => openRawZooKeeper(url)),
+          subject('zookeeper', '-', 'deadbolt', () => openDeadbolt(`${url}/deadbolt-bench`, ttlMs)),
+        ];
+      },
+      scaleUrls: (server) => [{ mode: '-', url: `${server!.url}/deadbolt-bench-scale` }],
+      // Every lock is a znode written through the leader's transaction log (~1k writes/s here), and
+      // liveness is the session (no per-lock renewal), so 2 000 locks show the same per-lock costs.
+      scale: { locks: 2_000, why: 'every lock is a logged znode write; liveness is per session' },
     },
   ];
 }

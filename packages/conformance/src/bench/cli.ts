@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { startRedis, type ServerHandle } from '../servers/index.js';
+import { startMemcached, startPostgres, startRedis, startZooKeeper, type ServerHandle } from '../servers/index.js';
 import { backendPlans, type BackendPlan } from './catalog.js';
 import { addRatios, describeMachine, renderTable, writeResults } from './report.js';
 import { runScale } from './scale.js';
@@ -12,7 +12,7 @@ const help = `npm run bench -- [--quick] [--backend NAME]... [--out DIR]
 Throughput, latency and fairness of every available backend and mode, beside the raw client doing
 the bare protocol and beside node-redlock and redis-semaphore, all in one run on real servers.
   --quick        a ~30 s subset (sequential and 10-worker contention, short runs, no scale run)
-  --backend X    only these backends (memory, redis, ...); repeatable
+  --backend X    only these backends (memory, redis, postgres, memcached, zookeeper); repeatable
   --out DIR      where results.json and results.md go (default bench-results)`;
 
 interface Measurement {
@@ -20,10 +20,11 @@ interface Measurement {
   run(): Promise<BenchRow>;
 }
 
-function planMeasurements(plan: BackendPlan, server: ServerHandle | undefined, quick: boolean, runId: string): Measurement[] {
+function planMeasurements(plan: BackendPlan, server: ServerHandle | undefined, quick: boolean, runId: string, baselinesOnly: boolean): Measurement[] {
   const ttlMs = 10_000;
   const durationMs = quick ? 700 : 2_500;
-  const subjects = plan.subjects(server, ttlMs);
+  // Without the adapter the baselines (raw client, peers) still run: they need only the server.
+  const subjects = plan.subjects(server, ttlMs).filter((subject) => !baselinesOnly || subject.subject !== 'deadbolt');
   const measurements: Measurement[] = [];
   let counter = 0;
   const keyspace = (): string => `bench:${runId}:${(counter += 1)}`;
@@ -39,11 +40,14 @@ function planMeasurements(plan: BackendPlan, server: ServerHandle | undefined, q
       add(subject, 'contended-50 hold 0', (settings) => runContended(subject, 50, 0, settings));
     }
   }
-  if (!quick) {
+  if (!quick && !baselinesOnly) {
+    const locks = plan.scale?.locks ?? 10_000;
+    const scaleTtlMs = plan.scale?.ttlMs ?? 1_500;
+    const why = plan.scale ? ` (${locks} locks, ttl ${scaleTtlMs} ms: ${plan.scale.why})` : '';
     for (const { mode, url } of plan.scaleUrls(server)) {
       measurements.push({
-        label: `${plan.backend} ${mode} deadbolt scale-10k`,
-        run: () => runScale(url, mode, plan.backend, { locks: 10_000, ttlMs: 1_500, periods: 3, keyspace: keyspace() }),
+        label: `${plan.backend} ${mode} deadbolt scale-10k${why}`,
+        run: () => runScale(url, mode, plan.backend, { locks, ttlMs: scaleTtlMs, periods: 3, keyspace: keyspace() }),
       });
     }
   }
@@ -80,17 +84,14 @@ async function main(): Promise<void> {
   const runId = Date.now().toString(36);
   const rows: BenchRow[] = [];
   const providers = new Set<string>();
-  for (const plan of backendPlans(startRedis)) {
+  for (const plan of backendPlans({ redis: startRedis, postgres: startPostgres, memcached: startMemcached, zookeeper: startZooKeeper })) {
     if (wanted.size > 0 && !wanted.has(plan.backend)) continue;
     const missing = await adapterMissing(plan);
-    if (missing) {
-      console.error(`[bench] skipping ${plan.backend}: ${missing}`);
-      continue;
-    }
+    if (missing) console.error(`[bench] ${plan.backend}: baselines only, no deadbolt rows: ${missing}`);
     const server = await plan.start();
     if (server) providers.add(server.provider);
     try {
-      const measurements = planMeasurements(plan, server, quick, runId);
+      const measurements = planMeasurements(plan, server, quick, runId, missing !== undefined);
       for (const [index, measurement] of measurements.entries()) {
         progress(index + 1, measurements.length, measurement.label);
         try {

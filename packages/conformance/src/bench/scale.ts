@@ -48,7 +48,7 @@ async function makeBackend(url: string): Promise<LockBackend> {
   if (packageName) await import(packageName);
   const factory = findBackendFactory(scheme);
   if (!factory) throw new Error(`no backend registered for ${scheme}`);
-  return factory({ url: parsed, options: {} });
+  return factory({ url: parsed, urlText: url, options: {} });
 }
 
 /**
