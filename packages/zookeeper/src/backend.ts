@@ -1,0 +1,148 @@
+import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { lockPath } from './naming.js';
+import { isNoNode, remove, stat, zxid } from './operations.js';
+import type { ResolvedZooKeeperOptions } from './options.js';
+import { deleteNode, runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
+import { ZooKeeperSession } from './session.js';
+
+/**
+ * CP (a quorum orders every create), fenced by the node's czxid (the ensemble-wide transaction id
+ * of its creation, so it grows across holders and across leader changes), leased by the session.
+ */
+export const zooKeeperCapabilities: Capabilities = Object.freeze({
+  consistency: 'CP',
+  fencing: true,
+  reentrant: 'client',
+  notifications: true,
+  lease: 'session',
+  clock: 'server',
+  minTtlMs: 1,
+  // A znode path has no hard limit below jute.maxbuffer; this keeps paths readable and requests small.
+  maxKeyBytes: 1024,
+});
+
+/** A ZooKeeper grant: `token` is our node's full path. */
+export interface ZooKeeperGrant extends Grant {
+  readonly lockPath: string;
+}
+
+export class ZooKeeperBackend implements LockBackend {
+  readonly name = 'zookeeper';
+  readonly capabilities = zooKeeperCapabilities;
+  /** No prefix by default: key K is the lock `<basePath>/K`, the path a Curator InterProcessMutex uses. */
+  readonly defaultPrefix = '';
+  private readonly session: ZooKeeperSession;
+  /** Nodes whose delete timed out; deleted on the next operation so nothing is left behind. */
+  private readonly abandoned = new Set<string>();
+
+  constructor(
+    readonly options: ResolvedZooKeeperOptions,
+    private readonly hooks: RecipeHooks = {},
+  ) {
+    this.session = new ZooKeeperSession(options, this.name);
+  }
+
+  tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    return this.attempt(request, false, Date.now() + this.options.operationTimeoutMs, undefined).then((grant) => (grant ? { acquired: true, grant } : { acquired: false }));
+  }
+
+  /** Native waiting: the wait is the recipe's predecessor watch. */
+  acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    return this.attempt(request, true, deadline, signal);
+  }
+
+  /** The lease is the session: renewing only checks that our node still exists. */
+  async renew(grant: Grant): Promise<boolean> {
+    return this.guard('renew', grant.key, async () => {
+      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key);
+      return (await stat(client, grant.token, Date.now() + this.options.operationTimeoutMs)) !== undefined;
+    });
+  }
+
+  /** Deletes our own node (its path holds our guid, so it can never be another owner's), then tidies the parent. */
+  async release(grant: Grant): Promise<boolean> {
+    this.session.untrack(grant.token);
+    return this.guard('release', grant.key, async () => {
+      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key);
+      let deleted = true;
+      try {
+        await remove(client, grant.token, Date.now() + this.options.operationTimeoutMs);
+      } catch (error) {
+        // NO_NODE: already gone (the session ended, or an earlier release's reply was lost).
+        if (isNoNode(error)) deleted = false;
+        else throw error;
+      }
+      await this.removeIfEmpty((grant as Partial<ZooKeeperGrant>).lockPath ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
+      return deleted;
+    });
+  }
+
+  /** The ZooKeeper session's id and password, for operational tools (tests force an expiry with them, like Curator's KillSession). */
+  sessionCredentials(): { readonly sessionId: Buffer; readonly password: Buffer } | undefined {
+    return this.session.credentials();
+  }
+
+  async close(): Promise<void> {
+    this.abandoned.clear();
+    await this.session.close();
+  }
+
+  private async attempt(request: AcquireRequest, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    return this.guard('acquire', request.key, async () => {
+      // Connecting has its own deadline (connectTimeoutMs), independent of how long we may wait for the lock.
+      const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
+      const sessionEnded = this.session.endedSignal;
+      await this.retryAbandoned();
+      const run: RecipeRun = {
+        client,
+        lockPath: lockPath(this.options.basePath, request.key),
+        data: Buffer.from(request.owner, 'utf8'),
+        operationTimeoutMs: this.options.operationTimeoutMs,
+        hooks: this.hooks,
+        sessionEnded,
+        abandon: (path) => this.abandoned.add(path),
+      };
+      const ours = await runLockRecipe(run, wait, deadline, signal);
+      if (ours === undefined) {
+        if (wait) await this.removeIfEmpty(run.lockPath);
+        return undefined;
+      }
+      try {
+        const created = await stat(client, ours, Date.now() + this.options.operationTimeoutMs);
+        if (!created) return undefined;
+        const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: ours, fence: zxid(created.czxid), lockPath: run.lockPath };
+        this.session.track(grant, request.onLost);
+        return grant;
+      } catch (error) {
+        await deleteNode(run, ours);
+        throw error;
+      }
+    });
+  }
+
+  /** Best-effort: the lock's parent node goes when its last contender does (ZooKeeper refuses while it has children). */
+  private async removeIfEmpty(path: string): Promise<void> {
+    const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
+    if (!client) return;
+    await remove(client, path, Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
+  }
+
+  private async retryAbandoned(): Promise<void> {
+    if (this.abandoned.size === 0) return;
+    const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs);
+    for (const path of [...this.abandoned]) {
+      this.abandoned.delete(path);
+      await remove(client, path, Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
+    }
+  }
+
+  /** Every failure surfaces as a DeadboltError naming the key and the backend. */
+  private async guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
+    try {
+      return await body();
+    } catch (error) {
+      if (error instanceof DeadboltError) throw error;
+      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Lock paths and node names, following Apache Curator so that a Curator InterProcessMutex on the
+ * same path is the same lock:
+ * - LockInternals creates `<lockPath>/lock-` EPHEMERAL_SEQUENTIAL, in "protection" mode
+ *   (CreateBuilder.withProtection) prefixed `_c_<UUID>-`: `_c_<uuid>-lock-0000000042`.
+ * - StandardLockInternalsDriver.fixForSorting orders children by the text after the last `lock-`
+ *   (the 10-digit, zero-padded sequence), so string order is numeric order.
+ */
+export const lockName = 'lock-';
+const protectedPrefix = '_c_';
+
+/** Characters ZooKeeper's PathUtils.validatePath rejects, plus '/' and '%' (our escape character). */
+const unsafe = /[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff/%]/gu;
+
+/**
+ * A key as one path segment. Keys are free text but a znode name cannot contain '/' (it would make
+ * nested nodes, which Curator would not see as the same lock) or control characters: those, and
+ * '%' itself, are percent-encoded (UTF-8), so the mapping is injective and every other key maps to
+ * itself: key `orders/42` is the node `orders%2F42`. '.' and '..' are encoded whole.
+ */
+export function encodeKey(key: string): string {
+  if (key === '.') return '%2E';
+  if (key === '..') return '%2E%2E';
+  return key.replace(unsafe, (character) => [...Buffer.from(character, 'utf8')].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+}
+
+export function lockPath(basePath: string, key: string): string {
+  return `${basePath}/${encodeKey(key)}`;
+}
+
+/** A fresh protection id (Curator: UUID.randomUUID()). */
+export function newGuid(): string {
+  return randomUUID();
+}
+
+/** The path to create (ZooKeeper appends the sequence): `<lockPath>/_c_<guid>-lock-`. */
+export function nodePrefix(path: string, guid: string): string {
+  return `${path}/${protectedPrefix}${guid}-${lockName}`;
+}
+
+/** Whether a child is the node created with this guid (Curator's findProtectedNodeInForeground). */
+export function isOurs(child: string, guid: string): boolean {
+  return child.startsWith(`${protectedPrefix}${guid}`);
+}
+
+/** StandardLockInternalsDriver.fixForSorting: the text after the last `lock-`. */
+export function sortKey(child: string): string {
+  const index = child.lastIndexOf(lockName);
+  return index >= 0 ? child.slice(index + lockName.length) : child;
+}
+
+/** The lock's contenders, in order: children whose name contains `lock-`, by sequence. */
+export function contenders(children: readonly string[]): string[] {
+  return children.filter((child) => child.includes(lockName)).sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
+}
+
+export function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}

@@ -1,0 +1,83 @@
+import zookeeper from 'node-zookeeper-client';
+import type { Client, Event, Stat } from 'node-zookeeper-client';
+
+/**
+ * node-zookeeper-client's callbacks as promises with a deadline. The client queues requests while
+ * it is disconnected and retries forever, so without a deadline a dead ensemble means a hang.
+ */
+export const { Exception, CreateMode } = zookeeper;
+
+/** A request that did not complete in time: the server may or may not have applied it. */
+export class OperationTimeoutError extends Error {
+  constructor(readonly operation: string) {
+    super(`ZooKeeper ${operation} did not complete in time`);
+    this.name = 'OperationTimeoutError';
+  }
+}
+
+export function errorCode(error: unknown): number | undefined {
+  return error instanceof Exception ? error.getCode() : undefined;
+}
+
+export const isNoNode = (error: unknown): boolean => errorCode(error) === Exception.NO_NODE;
+export const isNodeExists = (error: unknown): boolean => errorCode(error) === Exception.NODE_EXISTS;
+/** Outcome unknown: the request may have been applied (CONNECTION_LOSS) or we stopped waiting. */
+export const isInDoubt = (error: unknown): boolean => errorCode(error) === Exception.CONNECTION_LOSS || error instanceof OperationTimeoutError;
+
+/**
+ * Runs one callback-style request, rejecting with OperationTimeoutError at `deadline`. `late` sees
+ * the real outcome of a request that completed after we stopped waiting (to undo a late create).
+ */
+export function request<T>(operation: string, deadline: number, start: (done: (error: unknown, value?: T) => void) => void, late?: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      reject(new OperationTimeoutError(operation));
+    }, Math.max(0, deadline - Date.now()));
+    start((error, value) => {
+      if (settled) {
+        if (!error && late) late(value as T);
+        return;
+      }
+      settled = true;
+      clearTimeout(timer);
+      if (error) reject(error instanceof Error ? error : new Error(String(error)));
+      else resolve(value as T);
+    });
+  });
+}
+
+export function create(client: Client, path: string, data: Buffer, mode: number, deadline: number, late?: (path: string) => void): Promise<string> {
+  return request<string>('create', deadline, (done) => client.create(path, data, mode, (error, created) => done(error, created)), late);
+}
+
+export function mkdirp(client: Client, path: string, deadline: number): Promise<string> {
+  return request<string>('mkdirp', deadline, (done) => client.mkdirp(path, (error, created) => done(error, created)));
+}
+
+export function remove(client: Client, path: string, deadline: number): Promise<void> {
+  return request<void>('delete', deadline, (done) => client.remove(path, -1, (error) => done(error)));
+}
+
+export function getChildren(client: Client, path: string, deadline: number): Promise<string[]> {
+  return request<string[]>('getChildren', deadline, (done) => client.getChildren(path, (error, children) => done(error, children)));
+}
+
+/** exists() without a watch: the Stat, or undefined when there is no node. */
+export function stat(client: Client, path: string, deadline: number): Promise<Stat | undefined> {
+  return request<Stat | undefined>('exists', deadline, (done) => client.exists(path, (error, found) => done(error, found ?? undefined)));
+}
+
+/**
+ * getData with a watcher, as Curator's LockInternals does (not exists(): exists() leaves a watch
+ * behind on a missing node, getData fails with NO_NODE and sets none).
+ */
+export function watchData(client: Client, path: string, watcher: (event: Event) => void, deadline: number): Promise<void> {
+  return request<void>('getData', deadline, (done) => client.getData(path, watcher, (error) => done(error)));
+}
+
+/** A zxid (8-byte big-endian long) as a number: epoch << 32 | counter stays below 2^53 for any real epoch. */
+export function zxid(buffer: Buffer): number {
+  return Number(buffer.readBigInt64BE(0));
+}

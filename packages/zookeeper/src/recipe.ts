@@ -1,0 +1,182 @@
+import type { Client, Event } from 'node-zookeeper-client';
+import { baseName, contenders, isOurs, newGuid, nodePrefix } from './naming.js';
+import { CreateMode, create, getChildren, isInDoubt, isNoNode, mkdirp, remove, watchData } from './operations.js';
+
+/**
+ * The lock recipe of the ZooKeeper docs ("Locks", zookeeper.apache.org/doc/current/recipes.html)
+ * as Apache Curator implements it (LockInternals.attemptLock / internalLockLoop): create an
+ * EPHEMERAL_SEQUENTIAL node, list the children, hold if ours sorts first, else watch only the
+ * next-lower node (no herd effect: one release wakes one waiter) and check again when it changes.
+ */
+
+/** Observability for tests and metrics: which node a waiter watches, and each re-check it makes. */
+export interface RecipeHooks {
+  readonly onWatch?: (lockPath: string, ours: string, watched: string) => void;
+  readonly onRecheck?: (lockPath: string, ours: string) => void;
+}
+
+export interface RecipeRun {
+  readonly client: Client;
+  readonly lockPath: string;
+  readonly data: Buffer;
+  readonly operationTimeoutMs: number;
+  readonly hooks: RecipeHooks;
+  /** Aborts when the session ends: our node is gone with it, so waiting on is pointless. */
+  readonly sessionEnded: AbortSignal;
+  /** A node we could not delete (the request timed out): the backend retries it later. */
+  readonly abandon: (path: string) => void;
+}
+
+/** Why a wait ended without the lock. */
+export type GiveUp = 'deadline' | 'aborted';
+
+function opDeadline(run: RecipeRun): number {
+  return Date.now() + run.operationTimeoutMs;
+}
+
+/** Best-effort delete of our node; on failure the backend keeps trying (nothing left behind). */
+export async function deleteNode(run: RecipeRun, path: string): Promise<void> {
+  try {
+    await remove(run.client, path, opDeadline(run));
+  } catch (error) {
+    if (!isNoNode(error)) run.abandon(path);
+  }
+}
+
+/**
+ * Creates our contender node with Curator's protection: the name carries a guid, so after a
+ * CONNECTION_LOSS (or our own deadline) on create, a listing tells whether the create was applied
+ * (Curator's CreateBuilderImpl.findProtectedNodeInForeground). A reply that arrives after we
+ * stopped waiting, for a node we did not adopt, is deleted.
+ */
+export async function createContender(run: RecipeRun, deadline: number): Promise<string> {
+  const guid = newGuid();
+  const prefix = nodePrefix(run.lockPath, guid);
+  let adopted: string | undefined;
+  let finished = false;
+  const strays = new Set<string>();
+  const late = (path: string): void => {
+    if (finished && path !== adopted) void deleteNode(run, path);
+    else strays.add(path);
+  };
+  const finish = (path: string | undefined): void => {
+    adopted = path;
+    finished = true;
+    for (const stray of strays) if (stray !== path) void deleteNode(run, stray);
+  };
+  let lastError: unknown;
+  try {
+    for (let attempt = 0; attempt === 0 || Date.now() < deadline; attempt += 1) {
+      try {
+        const path = await create(run.client, prefix, run.data, CreateMode.EPHEMERAL_SEQUENTIAL, opDeadline(run), late);
+        finish(path);
+        return path;
+      } catch (error) {
+        lastError = error;
+        if (isNoNode(error)) {
+          // The lock's parent does not exist yet (or was just cleaned up): create it, then retry.
+          await mkdirp(run.client, run.lockPath, opDeadline(run)).catch((mkdirError: unknown) => {
+            if (!isInDoubt(mkdirError)) throw mkdirError;
+          });
+          continue;
+        }
+        if (!isInDoubt(error)) throw error;
+        const children = await getChildren(run.client, run.lockPath, opDeadline(run)).catch(() => [] as string[]);
+        const ours = children.find((child) => isOurs(child, guid));
+        if (ours !== undefined) {
+          const path = `${run.lockPath}/${ours}`;
+          finish(path);
+          return path;
+        }
+      }
+    }
+    throw lastError;
+  } finally {
+    if (!finished) finish(undefined);
+  }
+}
+
+/** Where our node stands: first (the lock is ours), behind `predecessor`, or gone (session ended). */
+export type Position = { readonly kind: 'first' } | { readonly kind: 'behind'; readonly predecessor: string } | { readonly kind: 'gone' };
+
+export async function position(run: RecipeRun, ours: string): Promise<Position> {
+  const sorted = contenders(await getChildren(run.client, run.lockPath, opDeadline(run)));
+  const index = sorted.indexOf(baseName(ours));
+  if (index < 0) return { kind: 'gone' };
+  if (index === 0) return { kind: 'first' };
+  return { kind: 'behind', predecessor: `${run.lockPath}/${sorted[index - 1]}` };
+}
+
+/**
+ * Waits for `predecessor` to change (deleted, normally). Resolves 'changed' (re-check), or the
+ * reason to give up. The server-side watch outlives a give-up until the predecessor changes
+ * (node-zookeeper-client has no removeWatches); its callback is then a no-op.
+ */
+export async function awaitPredecessor(run: RecipeRun, ours: string, predecessor: string, deadline: number, signal: AbortSignal): Promise<'changed' | GiveUp> {
+  let fired!: () => void;
+  const changed = new Promise<void>((resolve) => (fired = resolve));
+  try {
+    await watchData(run.client, predecessor, (_event: Event) => fired(), opDeadline(run));
+  } catch (error) {
+    if (isNoNode(error)) return 'changed';
+    throw error;
+  }
+  run.hooks.onWatch?.(run.lockPath, ours, predecessor);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  let onEnded: (() => void) | undefined;
+  try {
+    return await Promise.race<'changed' | GiveUp>([
+      changed.then(() => 'changed' as const),
+      new Promise<never>((_resolve, reject) => {
+        onEnded = () => reject(new Error('the ZooKeeper session ended while waiting for the lock'));
+        if (run.sessionEnded.aborted) onEnded();
+        else run.sessionEnded.addEventListener('abort', onEnded, { once: true });
+      }),
+      new Promise<GiveUp>((resolve) => {
+        timer = setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now()));
+      }),
+      new Promise<GiveUp>((resolve) => {
+        onAbort = () => resolve('aborted');
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+    if (onEnded) run.sessionEnded.removeEventListener('abort', onEnded);
+  }
+}
+
+/**
+ * The whole recipe. `wait` false is tryAcquire: not first means busy, and our node goes at once.
+ * Resolves with our node's path when it is first, or undefined after a give-up (node deleted).
+ */
+export async function runLockRecipe(run: RecipeRun, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<string | undefined> {
+  const never = new AbortController().signal;
+  for (;;) {
+    const ours = await createContender(run, deadline);
+    try {
+      for (;;) {
+        const where = await position(run, ours);
+        if (where.kind === 'gone') break; // the session lost our node: start over with a new one
+        if (where.kind === 'first') return ours;
+        if (!wait || Date.now() >= deadline || signal?.aborted) {
+          await deleteNode(run, ours);
+          return undefined;
+        }
+        const outcome = await awaitPredecessor(run, ours, where.predecessor, deadline, signal ?? never);
+        if (outcome !== 'changed') {
+          await deleteNode(run, ours);
+          return undefined;
+        }
+        run.hooks.onRecheck?.(run.lockPath, ours);
+      }
+    } catch (error) {
+      await deleteNode(run, ours);
+      throw error;
+    }
+    if (!wait || Date.now() >= deadline) return undefined;
+  }
+}

@@ -1,0 +1,189 @@
+import { BackendUnavailableError, LockLostError, type Grant } from '@deadbolt/core';
+import zookeeper from 'node-zookeeper-client';
+import type { Client, State } from 'node-zookeeper-client';
+import type { ResolvedZooKeeperOptions } from './options.js';
+
+/** A held lock that must hear about the end of its session. */
+interface Held {
+  readonly grant: Grant;
+  readonly onLost: (grant: Grant, cause: Error) => void;
+}
+
+/** The part of node-zookeeper-client's private connection state close() needs to not leak a socket. */
+interface WithSocket {
+  readonly connectionManager?: { readonly socket?: { destroy(): void } };
+}
+
+const closeGraceMs = 1_000;
+
+/**
+ * One ZooKeeper client and its session, opened on first use. A lock is an ephemeral node, so it
+ * lives exactly as long as the session; this class tells holders when that ends:
+ * - EXPIRED (the server says so on reconnect): every held lock is lost.
+ * - DISCONNECTED (Curator's SUSPENDED): in doubt. With lostOn 'suspended' the locks are reported
+ *   lost at once (Curator's StandardConnectionStateErrorPolicy); with 'expired' (default) only if
+ *   the client stays disconnected for a whole session timeout, by which time the server has expired
+ *   the session (Curator 3's simulated expiration). A leader election thus keeps holders' locks.
+ * After an expiry the client is dropped; the next operation opens a new session.
+ */
+export class ZooKeeperSession {
+  private client: Client | undefined;
+  /** Aborted when the current client's session ends (expired or given up): waiters stop waiting on it. */
+  private ended = new AbortController();
+  private connected = false;
+  private everConnected = false;
+  private disconnectTimer: NodeJS.Timeout | undefined;
+  private readonly held = new Map<string, Held>();
+  private readonly waiters = new Set<() => void>();
+  private closed = false;
+  /** Clients being closed in the background (after an expiry): close() waits for them too. */
+  private readonly closing = new Set<Promise<void>>();
+
+  constructor(
+    private readonly options: ResolvedZooKeeperOptions,
+    private readonly backendName: string,
+  ) {}
+
+  /** A connected client, or BackendUnavailableError after connectTimeoutMs (or at `deadline`). */
+  async ready(deadline: number, key?: string): Promise<Client> {
+    if (this.closed) throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error('the backend is closed') });
+    const client = this.client ?? this.open();
+    if (this.connected) return client;
+    const until = Math.min(deadline, Date.now() + this.options.connectTimeoutMs);
+    const connected = await new Promise<boolean>((resolve) => {
+      const done = (value: boolean): void => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve(value);
+      };
+      const wake = (): void => done(this.connected);
+      const timer = setTimeout(() => done(false), Math.max(0, until - Date.now()));
+      this.waiters.add(wake);
+    });
+    if (connected && this.client === client) return client;
+    // Never connected: stop the client's endless reconnect loop. A session that exists (locks may be
+    // held on it) is kept: the client keeps trying until it reconnects or the session is given up.
+    if (this.client === client && !this.everConnected) this.drop(client);
+    throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error(`no ZooKeeper session within ${this.options.connectTimeoutMs} ms`) });
+  }
+
+  /** Aborts when the session the last ready() returned ends. */
+  get endedSignal(): AbortSignal {
+    return this.ended.signal;
+  }
+
+  /** Whether the session is connected right now (used by renew to fail fast). */
+  get isConnected(): boolean {
+    return this.connected;
+  }
+
+  /** The session's id and password while connected (what Curator's KillSession uses to force an expiry). */
+  credentials(): { readonly sessionId: Buffer; readonly password: Buffer } | undefined {
+    if (!this.client || !this.connected) return undefined;
+    return { sessionId: this.client.getSessionId(), password: this.client.getSessionPassword() };
+  }
+
+  track(grant: Grant, onLost: (grant: Grant, cause: Error) => void): void {
+    this.held.set(grant.token, { grant, onLost });
+  }
+
+  untrack(token: string): void {
+    this.held.delete(token);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.held.clear();
+    const client = this.client;
+    if (client) await this.closeClient(client);
+    await Promise.all([...this.closing]);
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private open(): Client {
+    const client = zookeeper.createClient(this.options.connectString, {
+      sessionTimeout: this.options.sessionTimeoutMs,
+      // The client's own retries are per request; our deadlines decide when to give up.
+      spinDelay: Math.min(1_000, Math.max(50, Math.floor(this.options.connectTimeoutMs / 10))),
+      retries: 0,
+    });
+    this.client = client;
+    this.ended = new AbortController();
+    this.connected = false;
+    this.everConnected = false;
+    client.on('state', (state: State) => this.onState(client, state));
+    client.connect();
+    return client;
+  }
+
+  private onState(client: Client, state: State): void {
+    if (this.client !== client) return;
+    const { State: States } = zookeeper;
+    if (state === States.SYNC_CONNECTED || state === States.CONNECTED_READ_ONLY) {
+      this.connected = true;
+      this.everConnected = true;
+      clearTimeout(this.disconnectTimer);
+      this.disconnectTimer = undefined;
+    } else if (state === States.DISCONNECTED) {
+      this.connected = false;
+      if (this.everConnected && this.options.lostOn === 'suspended') this.loseAll('the ZooKeeper connection was lost (SUSPENDED)');
+      if (this.everConnected && this.disconnectTimer === undefined) {
+        // The server expires a session sessionTimeout after it last heard from us, which was before now.
+        const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
+        this.disconnectTimer = setTimeout(() => {
+          this.disconnectTimer = undefined;
+          if (this.client !== client || this.connected) return;
+          this.loseAll(`disconnected from ZooKeeper for the whole session timeout (${timeoutMs} ms): the session has expired`);
+          this.drop(client);
+        }, timeoutMs);
+      }
+    } else if (state === States.EXPIRED || state === States.AUTH_FAILED) {
+      this.connected = false;
+      this.loseAll(state === States.EXPIRED ? 'the ZooKeeper session expired' : 'ZooKeeper authentication failed');
+      this.drop(client);
+    }
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private loseAll(reason: string): void {
+    const held = [...this.held.values()];
+    this.held.clear();
+    for (const { grant, onLost } of held) onLost(grant, new LockLostError(reason, { key: grant.key, backend: this.backendName }));
+  }
+
+  private drop(client: Client): void {
+    if (this.client === client) {
+      this.client = undefined;
+      this.ended.abort(new Error('the ZooKeeper session ended'));
+      this.connected = false;
+      clearTimeout(this.disconnectTimer);
+      this.disconnectTimer = undefined;
+    }
+    const closing = this.closeClient(client);
+    this.closing.add(closing);
+    void closing.finally(() => this.closing.delete(closing));
+  }
+
+  /** close() sends closeSession (ephemeral nodes go at once); if that cannot finish, the socket is destroyed. */
+  private async closeClient(client: Client): Promise<void> {
+    if (this.client === client) {
+      this.client = undefined;
+      this.ended.abort(new Error('the ZooKeeper session ended'));
+    }
+    this.connected = false;
+    clearTimeout(this.disconnectTimer);
+    this.disconnectTimer = undefined;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(finish, closeGraceMs);
+      function finish(): void {
+        clearTimeout(timer);
+        client.removeListener('disconnected', finish);
+        (client as unknown as WithSocket).connectionManager?.socket?.destroy();
+        resolve();
+      }
+      client.once('disconnected', finish);
+      client.close();
+    });
+    client.removeAllListeners();
+  }
+}

@@ -1,0 +1,295 @@
+import { exchange, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
+import { BackendUnavailableError, createLockClient, type Grant } from '@deadbolt/core';
+import zookeeper from 'node-zookeeper-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
+import { startProxy, type Proxy } from './proxy.js';
+import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request } from './support.js';
+
+let server: ServerHandle;
+let raw: Awaited<ReturnType<typeof rawClient>>;
+const base = '/deadbolt/recipe-test';
+const backends: ZooKeeperBackend[] = [];
+const proxies: Proxy[] = [];
+
+function backend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): ZooKeeperBackend {
+  const created = createZooKeeperBackend(`${server.url}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000`, hooks);
+  backends.push(created);
+  return created;
+}
+
+async function grantOf(from: ZooKeeperBackend, key: string, owner = 'owner-1'): Promise<Grant> {
+  const result = await from.tryAcquire(request(key, owner));
+  if (!result.acquired) throw new Error(`expected to acquire ${key}`);
+  return result.grant;
+}
+
+beforeAll(async () => {
+  server = await startZooKeeper();
+  raw = await rawClient(connectStringOf(server.url));
+});
+afterAll(async () => {
+  for (const each of backends) await each.close();
+  for (const each of proxies) await each.close();
+  await raw?.dispose();
+  await server?.stop();
+});
+
+describe('zookeeper lock recipe (standalone server)', () => {
+  it("names nodes exactly as Curator's protected InterProcessMutex: <base>/<key>/_c_<uuid>-lock-NNNNNNNNNN", async () => {
+    const grant = await grantOf(backend(), 'naming');
+    expect(grant.token).toMatch(new RegExp(`^${base}/naming/_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\\d{10}$`));
+    expect(await children(raw, `${base}/naming`)).toEqual([grant.token.slice(grant.token.lastIndexOf('/') + 1)]);
+    await backends.at(-1)!.release(grant);
+  });
+
+  it('a key with "/" is one encoded node, not a nested path', async () => {
+    const grant = await grantOf(backend(), 'orders/42');
+    expect(grant.token.startsWith(`${base}/orders%2F42/_c_`)).toBe(true);
+    await backends.at(-1)!.release(grant);
+  });
+
+  it('excludes a Curator-style contender on the same path, and vice versa', async () => {
+    const ours = backend();
+    // What Curator's InterProcessMutex creates (protection mode): an ephemeral sequential `_c_<uuid>-lock-`.
+    const curatorNode = await createNode(raw, `${base}/interop/_c_6f1c1d2e-0000-4000-8000-000000000000-lock-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    expect((await ours.tryAcquire(request('interop'))).acquired).toBe(false);
+    // tryAcquire's busy answer removed our node again: only Curator's is left.
+    expect(await children(raw, `${base}/interop`)).toEqual([curatorNode.slice(curatorNode.lastIndexOf('/') + 1)]);
+    const waiting = ours.acquire(request('interop'), Date.now() + 20_000, new AbortController().signal);
+    await removeNode(raw, curatorNode);
+    const grant = await waiting;
+    expect(grant).toBeDefined();
+    // Now a plain `lock-` node (Curator without protection) sorts after ours: not first.
+    const second = await createNode(raw, `${base}/interop/lock-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    const names = (await children(raw, `${base}/interop`)).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
+    expect(names[0]).toBe(grant!.token.slice(grant!.token.lastIndexOf('/') + 1));
+    await removeNode(raw, second);
+    expect(await ours.release(grant!)).toBe(true);
+  });
+
+  it('10 waiters queue in order; each watches only its predecessor; each release triggers exactly one re-check', async () => {
+    const holderBackend = backend();
+    const watched = new Map<string, string>();
+    let rechecks = 0;
+    let nextWatch = counter(1);
+    const waiterBackend = backend({
+      onWatch: (_path, ours, predecessor) => {
+        watched.set(ours, predecessor);
+        nextWatch.hit();
+      },
+      onRecheck: () => (rechecks += 1),
+    });
+    const holder = await grantOf(holderBackend, 'herd', 'holder');
+    const waits: Promise<Grant | undefined>[] = [];
+    const order: number[] = [];
+    for (let index = 0; index < 10; index += 1) {
+      nextWatch = counter(1);
+      const waiting = waiterBackend.acquire(request('herd', `waiter-${index}`), Date.now() + 60_000, new AbortController().signal);
+      waits.push(waiting);
+      await nextWatch.done; // queued (its node exists and it watches its predecessor) before the next one starts
+    }
+    // Every waiter watches a different node, and that node is the one just below its own.
+    const nodes = (await children(raw, `${base}/herd`)).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
+    expect(nodes).toHaveLength(11);
+    for (let index = 1; index < nodes.length; index += 1) expect(watched.get(`${base}/herd/${nodes[index]}`)).toBe(`${base}/herd/${nodes[index - 1]}`);
+    expect(new Set(watched.values()).size).toBe(10);
+    // The server agrees: 10 watches on 10 different paths (a herd would be 10 watches on 1 path).
+    const wchs = await exchange(server.host, server.port, 'wchs', () => false, 2_000);
+    const summary = typeof wchs === 'object' ? wchs.toString('utf8') : '';
+    expect(summary).toMatch(/watching 10 paths/);
+    expect(summary).toMatch(/Total watches:10\b/);
+
+    let current: Grant = holder;
+    let releaser: ZooKeeperBackend = holderBackend;
+    for (let index = 0; index < 10; index += 1) {
+      const before = rechecks;
+      await releaser.release(current);
+      const next = (await waits[index])!;
+      order.push(index);
+      expect(next.owner).toBe(`waiter-${index}`);
+      // One release, one re-check: only the successor was woken (no herd).
+      expect(rechecks - before).toBe(1);
+      current = next;
+      releaser = waiterBackend;
+    }
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    await waiterBackend.release(current);
+    expect(await exists(raw, `${base}/herd`)).toBe(false); // the empty parent was cleaned up
+  });
+
+  it('timeout and abort delete our node: nothing left behind', async () => {
+    const holderBackend = backend();
+    const waiterBackend = backend();
+    const holder = await grantOf(holderBackend, 'give-up');
+    const startedAt = Date.now();
+    expect(await waiterBackend.acquire(request('give-up', 'w1'), Date.now() + 300, new AbortController().signal)).toBeUndefined();
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(290);
+    const abort = new AbortController();
+    let watching = counter(1);
+    const aborting = createZooKeeperBackend(`${server.url}${base}`, { onWatch: () => watching.hit() });
+    backends.push(aborting);
+    const waiting = aborting.acquire(request('give-up', 'w2'), Date.now() + 60_000, abort.signal);
+    await watching.done;
+    abort.abort();
+    expect(await waiting).toBeUndefined();
+    expect(await children(raw, `${base}/give-up`)).toEqual([holder.token.slice(holder.token.lastIndexOf('/') + 1)]);
+    await holderBackend.release(holder);
+    expect(await exists(raw, `${base}/give-up`)).toBe(false);
+  });
+
+  it('fence is the czxid and grows with every new holder; renew checks the node; release never deletes another node', async () => {
+    const one = backend();
+    const first = await grantOf(one, 'fence');
+    expect(await one.renew(first)).toBe(true);
+    expect(await one.release(first)).toBe(true);
+    const second = await grantOf(one, 'fence');
+    expect(second.fence).toBeGreaterThan(first.fence!);
+    expect(await one.release(first)).toBe(false); // the old node is gone; the new one is untouched
+    expect(await exists(raw, second.token)).toBe(true);
+    await removeNode(raw, second.token); // someone removed our node: renew reports it
+    expect(await one.renew(second)).toBe(false);
+  });
+
+  it('through createLockClient: waiters are served in order and the hand-off is fast', async () => {
+    const url = `${server.url}${base}?sessionTimeoutMs=4000`;
+    let queued = counter(1);
+    const a = createLockClient({ url });
+    const b = createLockClient({ backend: createZooKeeperBackend(url, { onWatch: () => queued.hit() }) });
+    try {
+      const held = await a.acquire('client-path');
+      const waiting = b.acquire('client-path', { waitMs: 20_000 });
+      // b is queued once its node exists next to a's.
+      await queued.done;
+      expect(await children(raw, `${base}/client-path`)).toHaveLength(2);
+      const releasedAt = Date.now();
+      await held.release();
+      const next = await waiting;
+      const handoffMs = Date.now() - releasedAt;
+      console.log(`[zookeeper] hand-off latency ${handoffMs} ms`);
+      expect(next.fence).toBeGreaterThan(held.fence!);
+      await next.release();
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
+/**
+ * Ends a backend's session for real, the way Curator's old KillSession did: a second client on the
+ * same session id and password, closed. The victim talks through a proxy that is cut meanwhile, so
+ * it cannot take its session back before the close lands; once healed, it reconnects and hears EXPIRED.
+ */
+async function killSession(target: ZooKeeperBackend, proxy: Proxy): Promise<void> {
+  const credentials = target.sessionCredentials()!;
+  proxy.cut();
+  const killer = zookeeper.createClient(connectStringOf(server.url), { sessionTimeout: 4000 });
+  const manager = (killer as unknown as { connectionManager: { sessionId: Buffer; sessionPassword: Buffer } }).connectionManager;
+  manager.sessionId = credentials.sessionId;
+  manager.sessionPassword = credentials.password;
+  await new Promise<void>((resolve) => {
+    killer.once('connected', () => resolve());
+    killer.connect();
+  });
+  await new Promise<void>((resolve) => {
+    killer.once('disconnected', () => resolve());
+    killer.close();
+  });
+  proxy.heal();
+}
+
+/** A backend whose connection goes through a proxy (to be cut by killSession). */
+async function proxiedBackend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): Promise<{ backend: ZooKeeperBackend; proxy: Proxy }> {
+  const proxy = await startProxy(server.host, server.port);
+  proxies.push(proxy);
+  const created = createZooKeeperBackend(`zookeeper://127.0.0.1:${proxy.port}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000`, hooks);
+  backends.push(created);
+  return { backend: created, proxy };
+}
+
+describe('zookeeper session expiry', () => {
+  it('a waiter whose session expires stops waiting at once with BackendUnavailableError', async () => {
+    const holderBackend = backend();
+    const holder = await grantOf(holderBackend, 'expiry-waiter', 'holder');
+    const queued = counter(1);
+    const { backend: waiterBackend, proxy } = await proxiedBackend({ onWatch: () => queued.hit() });
+    const waiting = waiterBackend.acquire(request('expiry-waiter', 'waiter'), Date.now() + 60_000, new AbortController().signal);
+    await queued.done;
+    const killedAt = Date.now();
+    await killSession(waiterBackend, proxy);
+    await expect(waiting).rejects.toBeInstanceOf(BackendUnavailableError);
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    expect(await children(raw, `${base}/expiry-waiter`)).toHaveLength(1);
+    await holderBackend.release(holder);
+  });
+
+
+  it('a real session EXPIRED (forced as Curator KillSession does) fires onLost for every held lock, once', async () => {
+    const { backend: holderBackend, proxy } = await proxiedBackend();
+    const first = request('expiry-a');
+    const second = request('expiry-b', 'owner-2');
+    expect((await holderBackend.tryAcquire(first)).acquired).toBe(true);
+    expect((await holderBackend.tryAcquire(second)).acquired).toBe(true);
+    await killSession(holderBackend, proxy);
+    const [lostA, lostB] = await Promise.all([first.lostOnce, second.lostOnce]);
+    expect(lostA.cause.message).toMatch(/the ZooKeeper session expired/);
+    expect(lostB.grant.key).toBe('expiry-b');
+    expect(await exists(raw, lostA.grant.token)).toBe(false);
+    // The backend opens a new session for the next lock.
+    const again = await grantOf(holderBackend, 'expiry-a');
+    expect(again.fence).toBeGreaterThan(lostA.grant.fence!);
+    await holderBackend.release(again);
+    expect(first.lost).toHaveLength(1);
+  });
+});
+
+describe('zookeeper faults (own standalone server)', () => {
+  let faulty: ServerHandle;
+  beforeAll(async () => {
+    faulty = await startZooKeeper({ tickTimeMs: 500 });
+  });
+  afterAll(() => faulty?.stop());
+
+  it('a dead server: BackendUnavailableError within the deadline; the holder loses its lock when the session must have expired', async () => {
+    const holderBackend = createZooKeeperBackend(`${faulty.url}${base}?sessionTimeoutMs=3000&connectTimeoutMs=1500&operationTimeoutMs=1500`);
+    try {
+      const holding = request('dead');
+      const result = await holderBackend.tryAcquire(holding);
+      expect(result.acquired).toBe(true);
+      await faulty.down();
+      const downAt = Date.now();
+      // A connected backend whose server died: the request's deadline.
+      await expect(holderBackend.tryAcquire(request('dead-2'))).rejects.toBeInstanceOf(BackendUnavailableError);
+      expect(Date.now() - downAt).toBeLessThan(1_500 + 2_000);
+      // A fresh backend that never connects: the connect deadline.
+      const fresh = createZooKeeperBackend(`${faulty.url}${base}?connectTimeoutMs=1000`);
+      const startedAt = Date.now();
+      await expect(fresh.tryAcquire(request('dead-3'))).rejects.toBeInstanceOf(BackendUnavailableError);
+      expect(Date.now() - startedAt).toBeLessThan(1_000 + 2_000);
+      await fresh.close();
+      // The holder: in doubt while disconnected, lost once a whole session timeout has passed.
+      const lost = await holding.lostOnce;
+      expect(lost.cause.message).toMatch(/session/);
+      expect(Date.now() - downAt).toBeGreaterThanOrEqual(2_500);
+      expect(holding.lost).toHaveLength(1);
+    } finally {
+      await holderBackend.close();
+      await faulty.up();
+    }
+  });
+
+  it("lostOn 'suspended' reports the lock lost at the first disconnection", async () => {
+    const holderBackend = createZooKeeperBackend(`${faulty.url}${base}?sessionTimeoutMs=6000&lostOn=suspended`);
+    try {
+      const holding = request('suspended');
+      expect((await holderBackend.tryAcquire(holding)).acquired).toBe(true);
+      const downAt = Date.now();
+      await faulty.restart();
+      await holding.lostOnce;
+      expect(Date.now() - downAt).toBeLessThan(6_000 + 5_000);
+    } finally {
+      await holderBackend.close();
+    }
+  });
+});
