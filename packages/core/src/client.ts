@@ -174,7 +174,9 @@ export class DeadboltClient implements LockClient, HandleOwner {
         if (reentered) return reentered;
         attempts += 1;
         const sentAt = Date.now();
-        if (backend.acquire && plan.waitMs > 0) {
+        // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
+        // costs the same as anywhere else, and a busy one is reported ('contended') before we queue.
+        if (backend.acquire && plan.waitMs > 0 && attempts > 1) {
           const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(request, deadline, abort.signal), false);
           if (grant && abort.signal.aborted) {
             // Granted in the same instant as the abort: give it back rather than leave it held.
@@ -198,6 +200,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
           if (!mayWait) return null;
           throw this.timeout(backend, plan, attempts);
         }
+        if (backend.acquire) continue;
         await this.waitForTurn(backend, plan.fullKey, attempts, remainingMs, result.retryAfterMs, abort.signal);
       }
     } finally {
@@ -258,6 +261,12 @@ export class DeadboltClient implements LockClient, HandleOwner {
     const context = { key: lease.userKey, backend: backend.name };
     if (handle.released) throw new LockReleasedError('renew', context);
     if (lease.lost) throw lostReason(lease.controller.signal) ?? new LockLostError('the lock was already lost', context);
+    if (Date.now() >= lease.expiresAt) {
+      // The lease may already have run out on the server (a long pause, a blocked event loop):
+      // extending it now could extend someone else's hold, so it is lost, not renewed.
+      this.markLost(lease, 'the lease had expired before renew() was called');
+      throw lostReason(lease.controller.signal) ?? new LockLostError('lease expired', context);
+    }
     const sentAt = Date.now();
     const renewed = await this.call(backend, 'renew', lease.userKey, () => backend.renew(lease.grant, lease.ttlMs), true);
     if (!renewed) {

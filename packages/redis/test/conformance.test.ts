@@ -1,7 +1,16 @@
 import { startRedis, startRedisMasters, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
-import { redisModes } from '../src/index.js';
+import { getsetCapabilities, hashReentrantCapabilities, redisModes, redlockCapabilities, setnxCapabilities } from '../src/index.js';
+
+const capabilitiesOf = { setnx: setnxCapabilities, getset: getsetCapabilities, 'hash-reentrant': hashReentrantCapabilities, redlock: redlockCapabilities } as const;
+const serverFaults = {
+  restart: (server: ServerHandle) => server.restart(),
+  pause: (server: ServerHandle) => server.pause(),
+  resume: (server: ServerHandle) => server.resume(),
+  down: (server: ServerHandle) => server.down(),
+  up: (server: ServerHandle) => server.up(),
+};
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { combineMasters } from './masters.js';
 
@@ -24,6 +33,8 @@ if (describeLockConformance === undefined) {
     if (mode === 'redlock') {
       describeLockConformance({
         name: 'redis:redlock (5 masters)',
+        capabilities: redlockCapabilities,
+        scaleLocks: 2_000,
         servers: async () => combineMasters(await startRedisMasters(5)),
         create: (server: ServerHandle, options: { prefix?: string } = {}) =>
           createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes }, ...options }),
@@ -31,6 +42,9 @@ if (describeLockConformance === undefined) {
     } else {
       describeLockConformance({
         name: `redis:${mode}`,
+        capabilities: capabilitiesOf[mode],
+        faults: serverFaults,
+        scaleLocks: 2_000,
         servers: () => startRedis(),
         create: (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: `${server.url}?mode=${mode}`, ...options }),
       });
@@ -40,6 +54,8 @@ if (describeLockConformance === undefined) {
   for (const mode of ['setnx', 'hash-reentrant'] as const) {
     describeLockConformance({
       name: `redis:${mode} (3-master Cluster)`,
+      capabilities: capabilitiesOf[mode],
+      scaleLocks: 2_000,
       servers: async () => clusterHandle(await startRedisCluster()),
       // `?cluster=true` makes the one seed node a Cluster seed; the client discovers the others.
       create: (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: `${server.url.replace('?cluster=true', '')}?mode=${mode}&cluster=true`, ...options }),

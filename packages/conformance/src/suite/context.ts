@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import type { Capabilities, LockClient } from '@deadbolt/core';
+
+/** What the suite needs of a server fixture: a way to stop it for good. */
+export interface ServerLike {
+  stop(): Promise<void>;
+}
+
+/** Fault hooks an adapter's test file provides; a case that needs a missing hook is skipped. */
+export interface FaultHooks<S extends ServerLike = ServerLike> {
+  restart?(server: S): Promise<void>;
+  pause?(server: S): Promise<void>;
+  resume?(server: S): Promise<void>;
+  down?(server: S): Promise<void>;
+  up?(server: S): Promise<void>;
+}
+
+export interface ConformanceOptions<S extends ServerLike = ServerLike> {
+  /** Names the adapter configuration in the test output. */
+  name: string;
+  /** Given up front so that skips are decided when vitest collects the cases. */
+  capabilities: Capabilities;
+  /** Starts the server(s) once for the whole suite; stopped after it. */
+  servers?: () => Promise<S>;
+  /** Each call returns a NEW client with its own connections. */
+  create: (server: S | undefined, config: { prefix: string }) => LockClient;
+  faults?: FaultHooks<S>;
+  /** Lease used by time-based cases. Default: max(minTtlMs, 300). */
+  ttlMs?: number;
+  /** Bound on release-to-waiter hand-off. Default: 500 ms with notifications, else 1000 ms. */
+  handOffBoundMs?: number;
+  /** How many locks the hygiene scale case holds. Default 10 000. */
+  scaleLocks?: number;
+}
+
+export interface ResolvedOptions<S extends ServerLike = ServerLike> extends ConformanceOptions<S> {
+  ttlMs: number;
+  handOffBoundMs: number;
+  scaleLocks: number;
+}
+
+export function resolveOptions<S extends ServerLike>(options: ConformanceOptions<S>): ResolvedOptions<S> {
+  const caps = options.capabilities;
+  return {
+    ...options,
+    ttlMs: options.ttlMs ?? Math.max(caps.minTtlMs, 300),
+    handOffBoundMs: options.handOffBoundMs ?? (caps.notifications ? 500 : 1000),
+    scaleLocks: options.scaleLocks ?? 10_000,
+  };
+}
+
+/** What one case gets: its own key namespace and a factory of clients that are closed after it. */
+export interface CaseContext {
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  readonly ttlMs: number;
+  readonly handOffBoundMs: number;
+  readonly scaleLocks: number;
+  /** The case's unique prefix: keys of different cases (and runs) never meet. */
+  readonly prefix: string;
+  /** A new client (own connections), on the case prefix unless another is given. Closed by the runner. */
+  client(prefix?: string): LockClient;
+  /** Runs a fault hook on the suite's server; throws when the hook is missing. */
+  fault(hook: keyof FaultHooks): Promise<void>;
+}
+
+/** A case: a plain async function, plus when it applies. */
+export interface ConformanceCase {
+  readonly title: string;
+  /** Returns undefined when the case applies, or the reason it is skipped. */
+  readonly requires?: (options: ResolvedOptions) => string | undefined;
+  readonly run: (ctx: CaseContext) => Promise<void>;
+}
+
+const runId = randomUUID().slice(0, 8);
+let caseCounter = 0;
+
+/**
+ * Runs one case with a fresh context and closes every client the case made, also when it fails.
+ * Tests (e.g. the mutant tests) call it directly.
+ */
+export async function runCase<S extends ServerLike>(
+  testCase: ConformanceCase,
+  options: ConformanceOptions<S>,
+  server?: S,
+): Promise<void> {
+  const resolved = resolveOptions(options);
+  caseCounter += 1;
+  const prefix = `dbc-${runId}-${caseCounter}:`;
+  const clients: LockClient[] = [];
+  const ctx: CaseContext = {
+    name: resolved.name,
+    capabilities: resolved.capabilities,
+    ttlMs: resolved.ttlMs,
+    handOffBoundMs: resolved.handOffBoundMs,
+    scaleLocks: resolved.scaleLocks,
+    prefix,
+    client(otherPrefix?: string): LockClient {
+      const client = resolved.create(server, { prefix: otherPrefix ?? prefix });
+      clients.push(client);
+      return client;
+    },
+    async fault(hook): Promise<void> {
+      const fn = resolved.faults?.[hook];
+      if (!fn || !server) throw new Error(`fault hook "${hook}" or server missing for ${resolved.name}`);
+      await fn.call(resolved.faults, server);
+    },
+  };
+  try {
+    await testCase.run(ctx);
+  } finally {
+    await Promise.allSettled(clients.map((client) => client.close()));
+  }
+}

@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { resolveOptions, runCase, type ConformanceCase, type ConformanceOptions, type ServerLike } from './context.js';
+import { faultCases } from './faults.js';
+import { hygieneCases } from './hygiene.js';
+import { inputCases } from './input.js';
+import { leaseCases } from './leases.js';
+import { reentrancyCases } from './reentrancy.js';
+import { safetyCases } from './safety.js';
+import { waitingCases } from './waiting.js';
+
+export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
+  safety: safetyCases,
+  leases: leaseCases,
+  waiting: waitingCases,
+  reentrancy: reentrancyCases,
+  faults: faultCases,
+  input: inputCases,
+  hygiene: hygieneCases,
+};
+
+/**
+ * Registers every shared case with vitest for one adapter configuration (as keyv's
+ * @keyv/test-suite and DistributedLock's shared provider tests do). Cases the capabilities or
+ * missing fault hooks exclude are registered with it.skip and the reason in their title.
+ */
+export function describeLockConformance<S extends ServerLike>(options: ConformanceOptions<S>): void {
+  if (options.capabilities === undefined) {
+    // Skips are decided at collection time, before any server starts: the caller must say up front.
+    throw new TypeError(`describeLockConformance(${options.name}): options.capabilities is required (e.g. the backend's exported capabilities)`);
+  }
+  const resolved = resolveOptions(options);
+  describe(`deadbolt conformance: ${options.name}`, () => {
+    let server: S | undefined;
+    if (options.servers) {
+      const start = options.servers;
+      beforeAll(async () => {
+        server = await start();
+      });
+      afterAll(async () => {
+        await server?.stop();
+      });
+    }
+    for (const [group, cases] of Object.entries(caseGroups)) {
+      describe(group, () => {
+        for (const testCase of cases) {
+          const reason = testCase.requires?.(resolved as never);
+          if (reason !== undefined) it.skip(`${testCase.title} [skipped: ${reason}]`, () => undefined);
+          else it(testCase.title, () => runCase(testCase, options, server));
+        }
+      });
+    }
+  });
+}

@@ -1,0 +1,61 @@
+import { BackendUnavailableError, DeadboltError, LockTimeoutError } from '@deadbolt/core';
+import type { ConformanceCase } from './context.js';
+import { assert, needsFaults, rejection, waitUntil, within } from './util.js';
+
+const DEADLINE_MS = 30_000;
+
+export const serverRestart: ConformanceCase = {
+  title: 'server restart while holding: no hang, typed errors, later acquires work',
+  requires: needsFaults('restart'),
+  async run(ctx) {
+    const holder = ctx.client();
+    const lock = await holder.acquire('k', { ttlMs: Math.max(ctx.ttlMs, 2_000), autoRenew: false });
+    await ctx.fault('restart');
+    // The old lock either survived or renew says it is lost, always with a typed error.
+    const renewed = await within(lock.renew().then(() => undefined, (error: unknown) => error), DEADLINE_MS, 'renew after restart');
+    assert(renewed === undefined || renewed instanceof DeadboltError, `renew after restart failed untyped: ${String(renewed)}`);
+    await within(lock.release().catch(() => undefined), DEADLINE_MS, 'release after restart');
+    const later = ctx.client();
+    const ok = await waitUntil(async () => {
+      const got = await later.acquire('k2', { waitMs: 1_000 }).catch(() => null);
+      if (got) await got.release();
+      return got !== null;
+    }, DEADLINE_MS, 200);
+    assert(ok, `no acquire worked within ${DEADLINE_MS} ms after restart`);
+  },
+};
+
+export const serverPaused: ConformanceCase = {
+  title: 'paused server: acquire rejects typed within waitMs + 5 s',
+  requires: needsFaults('pause', 'resume'),
+  async run(ctx) {
+    const client = ctx.client();
+    const warm = await client.acquire('warm');
+    await warm.release();
+    await ctx.fault('pause');
+    try {
+      const waitMs = 2_000;
+      const error = await within(rejection(client.acquire('k', { waitMs })), waitMs + 5_000, 'acquire on a paused server');
+      assert(error instanceof BackendUnavailableError || error instanceof LockTimeoutError, `expected BackendUnavailableError or LockTimeoutError, got ${String(error)}`);
+    } finally {
+      await ctx.fault('resume');
+    }
+  },
+};
+
+export const serverDown: ConformanceCase = {
+  title: 'server down at acquire: BackendUnavailableError within a deadline',
+  requires: needsFaults('down', 'up'),
+  async run(ctx) {
+    await ctx.fault('down');
+    try {
+      const client = ctx.client();
+      const error = await within(rejection(client.acquire('k', { waitMs: 2_000 })), DEADLINE_MS, 'acquire on a down server');
+      assert(error instanceof BackendUnavailableError, `expected BackendUnavailableError, got ${String(error)}`);
+    } finally {
+      await ctx.fault('up');
+    }
+  },
+};
+
+export const faultCases: readonly ConformanceCase[] = [serverRestart, serverPaused, serverDown];

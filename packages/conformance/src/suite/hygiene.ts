@@ -1,0 +1,47 @@
+import type { ConformanceCase } from './context.js';
+import { assert, waitUntil } from './util.js';
+
+const COUNTED = new Set(['TCPWrap', 'Timeout', 'PipeWrap', 'TCPSocketWrap', 'TTYWrap']);
+
+function handleCount(): number {
+  return process.getActiveResourcesInfo().filter((kind) => COUNTED.has(kind)).length;
+}
+
+export const closeLeavesNothing: ConformanceCase = {
+  title: 'close() leaves no open sockets or timers (handle count)',
+  async run(ctx) {
+    const before = handleCount();
+    const client = ctx.client();
+    const lock = await client.acquire('k', { autoRenew: true });
+    const held = await client.acquire('k2', { autoRenew: true });
+    await lock.release();
+    void held; // left held on purpose: close() must clean it up
+    await client.close();
+    const settled = await waitUntil(() => handleCount() <= before, 1_000, 20);
+    assert(settled, `handles before ${before}, after close ${handleCount()}: ${process.getActiveResourcesInfo().join(', ')}`);
+  },
+};
+
+export const manyLocks: ConformanceCase = {
+  title: 'many locks held with auto-renew, then released: all released',
+  async run(ctx) {
+    const client = ctx.client();
+    const keys = Array.from({ length: ctx.scaleLocks }, (_, i) => `scale-${i}`);
+    const locks = [];
+    for (let i = 0; i < keys.length; i += 500) {
+      locks.push(...(await Promise.all(keys.slice(i, i + 500).map((key) => client.acquire(key, { autoRenew: true, waitMs: 0 })))));
+    }
+    assert(client.heldCount === keys.length, `heldCount ${client.heldCount}, expected ${keys.length}`);
+    await Promise.all(locks.map((lock) => lock.release()));
+    assert(client.heldCount === 0, `heldCount ${client.heldCount} after releasing all`);
+    const other = ctx.client();
+    for (let i = 0; i < keys.length; i += 500) {
+      const got = await Promise.all(keys.slice(i, i + 500).map((key) => other.tryAcquire(key)));
+      const busy = got.filter((lock) => lock === null).length;
+      assert(busy === 0, `${busy} keys still busy after release`);
+      await Promise.all(got.map((lock) => lock?.release()));
+    }
+  },
+};
+
+export const hygieneCases: readonly ConformanceCase[] = [closeLeavesNothing, manyLocks];
