@@ -1,0 +1,27 @@
+import { registerBackend, type BackendFactory, type LockBackend } from '@deadbolt/core';
+import { createPostgresBackendFromOptions } from './backend.js';
+import { resolvePostgresOptions, type PostgresBackendOptions } from './options.js';
+
+/**
+ * `postgres://` and `postgresql://` for createLockClient. Validates every URL parameter and option
+ * before any I/O; connections open on first use.
+ */
+export const postgresBackendFactory: BackendFactory = ({ url, urlText, options }) =>
+  createPostgresBackendFromOptions(resolvePostgresOptions(urlText ?? url, options));
+
+/** A backend without going through createLockClient. */
+export function createPostgresBackend(config: string | PostgresBackendOptions): LockBackend {
+  return createPostgresBackendFromOptions(
+    typeof config === 'string' ? resolvePostgresOptions(config) : resolvePostgresOptions(undefined, config as Readonly<Record<string, unknown>>),
+  );
+}
+
+registerBackend('postgres', postgresBackendFactory);
+registerBackend('postgresql', postgresBackendFactory);
+
+export { AdvisoryBackend, advisoryCapabilities } from './modes/advisory.js';
+export { LeaseBackend, leaseCapabilities } from './modes/lease.js';
+export { advisoryLockId, advisoryLockParts } from './key-hash.js';
+export { advisorySql, leaseSql, releaseChannel } from './sql.js';
+export { parsePostgresUrl, resolvePostgresOptions, postgresModes, defaultStatementTimeoutMs, defaultLeaseTable, defaultFenceTable } from './options.js';
+export type { PostgresBackendOptions, PostgresMode, ResolvedPostgresOptions } from './options.js';

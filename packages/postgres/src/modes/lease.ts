@@ -1,0 +1,130 @@
+import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import pg from 'pg';
+import { clientConfig, Gate, isAlreadyExists, withDeadline } from '../connect.js';
+import { ReleaseListener } from '../listener.js';
+import type { ResolvedPostgresOptions } from '../options.js';
+import { leaseSql, releaseChannel } from '../sql.js';
+import { randomToken } from '../token.js';
+
+export const leaseCapabilities: Capabilities = Object.freeze({
+  consistency: 'CP',
+  fencing: true,
+  reentrant: 'client',
+  notifications: true,
+  lease: 'ttl',
+  clock: 'server',
+  minTtlMs: 10,
+  maxKeyBytes: 1024,
+});
+
+/** Client-side slack over statement_timeout, which should fire first while the server runs. */
+const slackMs = 500;
+
+/**
+ * 'postgres:lease': a row per held lock with a server-clock expiry, taken and handed over by one
+ * conditional upsert (INSERT ... ON CONFLICT DO UPDATE ... WHERE expires_at < now()). Release deletes
+ * only our row (owner = the grant's random token) and NOTIFYs waiters in the same statement.
+ */
+export class LeaseBackend implements LockBackend {
+  readonly name = 'postgres:lease';
+  readonly capabilities = leaseCapabilities;
+  readonly defaultPrefix = '';
+  private readonly pool: pg.Pool;
+  private readonly sql: ReturnType<typeof leaseSql>;
+  private readonly listener: ReleaseListener;
+  private readonly deadlineMs: number;
+  private readonly gate: Gate;
+  private schema: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: ResolvedPostgresOptions) {
+    this.sql = leaseSql(options.table);
+    this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
+    // Queue time is bounded separately from the statement deadline (see Gate).
+    this.gate = new Gate(options.pool, 30_000);
+    this.pool = new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+    // An idle pooled connection that dies emits 'error' on the pool; the next query reconnects.
+    this.pool.on('error', () => undefined);
+    this.listener = new ReleaseListener(
+      () => {
+        const client = new pg.Client({ ...clientConfig(options), statement_timeout: options.statementTimeoutMs });
+        client.on('error', () => undefined);
+        return client;
+      },
+      releaseChannel,
+      options.connectTimeoutMs + options.statementTimeoutMs,
+    );
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    const token = randomToken();
+    const result = await this.run('acquire', request.key, () =>
+      this.pool.query<{ fence: string | null; remaining_ms: number | null }>(this.sql.acquire, [request.key, token, request.ttlMs]),
+    );
+    const row = result.rows[0];
+    if (row?.fence === null || row?.fence === undefined) {
+      return row?.remaining_ms === null || row?.remaining_ms === undefined
+        ? { acquired: false }
+        : { acquired: false, retryAfterMs: Math.max(0, row.remaining_ms) };
+    }
+    return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: Number(row.fence) } };
+  }
+
+  async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    const result = await this.run('renew', grant.key, () => this.pool.query(this.sql.renew, [grant.key, grant.token, ttlMs]));
+    return result.rowCount === 1;
+  }
+
+  async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
+    if (grants.length === 0) return [];
+    const result = await this.run('renew', grants.length === 1 ? grants[0]!.key : undefined, () =>
+      this.pool.query<{ key: string; owner: string }>(this.sql.renewMany, [grants.map((g) => g.key), grants.map((g) => g.token), [...ttlMs]]),
+    );
+    const renewed = new Set(result.rows.map((row) => `${row.owner}\u0000${row.key}`));
+    return grants.map((grant) => renewed.has(`${grant.token}\u0000${grant.key}`));
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    const result = await this.run('release', grant.key, () => this.pool.query<{ live: boolean }>(this.sql.release, [grant.key, grant.token]));
+    return result.rows[0]?.live === true;
+  }
+
+  waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
+    return this.listener.wait(key, maxWaitMs, signal, async () => {
+      const result = await this.run('wait', key, () => this.pool.query<{ free: boolean }>(this.sql.isFree, [key]));
+      return result.rows[0]?.free === true;
+    });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= Promise.all([this.listener.close(), withDeadline(this.pool.end(), 1_000).catch(() => undefined)]).then(() => undefined);
+    return this.closing;
+  }
+
+  /** Creates the table once per backend, lazily; a failed attempt is retried by the next call. */
+  private ensureSchema(): Promise<void> {
+    this.schema ??= (async () => {
+      for (const statement of this.sql.schema) {
+        try {
+          await this.pool.query(statement);
+        } catch (error) {
+          if (!isAlreadyExists(error)) throw error; // two backends racing on IF NOT EXISTS
+        }
+      }
+    })().catch((error: unknown) => {
+      this.schema = undefined;
+      throw error;
+    });
+    return this.schema;
+  }
+
+  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>): Promise<T> {
+    if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
+    try {
+      return await this.gate.run(() => withDeadline(this.ensureSchema().then(operation), this.deadlineMs));
+    } catch (error) {
+      if (error instanceof DeadboltError) throw error;
+      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    }
+  }
+}

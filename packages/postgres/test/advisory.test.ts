@@ -1,0 +1,166 @@
+import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { BackendUnavailableError, InvalidArgumentError, type AcquireRequest, type Grant } from '@deadbolt/core';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { advisoryLockId, advisoryLockParts, AdvisoryBackend, createPostgresBackend, resolvePostgresOptions } from '../src/index.js';
+
+let server: PostgresServerHandle;
+let admin: pg.Client;
+beforeAll(async () => {
+  server = await startPostgres();
+  admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+});
+afterAll(async () => {
+  await admin?.end();
+  await server?.stop();
+});
+
+const backend = (): AdvisoryBackend => createPostgresBackend(`${server.url}?mode=advisory`) as AdvisoryBackend;
+function request(key: string, onLost: AcquireRequest['onLost'] = () => undefined): AcquireRequest {
+  return { key, owner: 'o', ttlMs: 1_000, onLost };
+}
+async function advisoryLocks(key: string): Promise<Array<{ pid: number; granted: boolean }>> {
+  const { classid, objid } = advisoryLockParts(advisoryLockId(key));
+  const result = await admin.query<{ pid: number; granted: boolean }>(
+    `SELECT pid, granted FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND classid = $1::bigint::oid AND objid = $2::bigint::oid`,
+    [classid, objid],
+  );
+  return result.rows;
+}
+
+describe('key hash', () => {
+  it('matches the documented SQL expression', async () => {
+    for (const [key, namespace] of [['order:1', ''], ['ünï code/{x}', 'app']] as const) {
+      const sql = await admin.query<{ id: string }>(
+        `SELECT ('x' || substr(encode(sha256(convert_to($1, 'UTF8') || '\\x00'::bytea || convert_to($2, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint::text AS id`,
+        [namespace, key],
+      );
+      expect(sql.rows[0]?.id).toBe(advisoryLockId(key, namespace).toString());
+      // And the documented pg_locks expression finds it while held.
+      const b = createPostgresBackend({ connectionString: server.url, mode: 'advisory', namespace }) as AdvisoryBackend;
+      try {
+        const attempt = await b.tryAcquire(request(key));
+        expect(attempt.acquired).toBe(true);
+        const seen = await admin.query(
+          `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND (classid::bigint << 32 | objid::bigint) = $1::bigint`,
+          [sql.rows[0]!.id],
+        );
+        expect(seen.rows).toHaveLength(1);
+      } finally {
+        await b.close();
+      }
+    }
+  });
+});
+
+describe('options', () => {
+  it('rejects unknown URL parameters before I/O and keeps libpq ones', () => {
+    expect(() => resolvePostgresOptions('postgres://u:p@h:1/db?mode=advisory&bogus=1')).toThrow(InvalidArgumentError);
+    expect(resolvePostgresOptions('postgres://u:p@h:1/db?sslmode=disable&prefix=x').connectionString).toContain('sslmode=disable');
+    expect(() => resolvePostgresOptions('postgres://h/db?mode=nope')).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('postgres:advisory', () => {
+  it('a plain pg session sees the lock in pg_locks under the documented id', async () => {
+    const b = backend();
+    try {
+      const attempt = await b.tryAcquire(request('visible'));
+      expect(attempt.acquired).toBe(true);
+      const rows = await advisoryLocks('visible');
+      expect(rows).toHaveLength(1);
+      expect(rows[0]?.granted).toBe(true);
+      if (attempt.acquired) expect(await b.release(attempt.grant)).toBe(true);
+      expect(await advisoryLocks('visible')).toHaveLength(0);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('blocking acquire waits in the server queue, times out and leaves nothing', async () => {
+    const a = backend();
+    const b = backend();
+    try {
+      const held = await a.tryAcquire(request('queue'));
+      expect(held.acquired).toBe(true);
+      const started = Date.now();
+      const waiting = b.acquire(request('queue'), Date.now() + 800, new AbortController().signal);
+      // While waiting, the server shows one granted and one waiting entry.
+      await expect.poll(async () => (await advisoryLocks('queue')).length, { timeout: 5_000 }).toBe(2);
+      expect(await waiting).toBeUndefined();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(700);
+      expect((await advisoryLocks('queue')).filter((row) => !row.granted)).toHaveLength(0);
+      if (held.acquired) await a.release(held.grant);
+      expect(await advisoryLocks('queue')).toHaveLength(0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('abort mid-wait returns promptly and leaves nothing', async () => {
+    const a = backend();
+    const b = backend();
+    try {
+      const held = await a.tryAcquire(request('abort'));
+      const controller = new AbortController();
+      const waiting = b.acquire(request('abort'), Date.now() + 30_000, controller.signal);
+      await expect.poll(async () => (await advisoryLocks('abort')).length, { timeout: 5_000 }).toBe(2);
+      const aborted = Date.now();
+      controller.abort();
+      expect(await waiting).toBeUndefined();
+      expect(Date.now() - aborted).toBeLessThan(3_000);
+      expect(await advisoryLocks('abort')).toHaveLength(1);
+      if (held.acquired) await a.release(held.grant);
+      expect(await advisoryLocks('abort')).toHaveLength(0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a waiter is granted on release, with a larger fence', async () => {
+    const a = backend();
+    const b = backend();
+    try {
+      const first = await a.tryAcquire(request('handoff'));
+      const waiting = b.acquire(request('handoff'), Date.now() + 10_000, new AbortController().signal);
+      await expect.poll(async () => (await advisoryLocks('handoff')).length, { timeout: 5_000 }).toBe(2);
+      if (first.acquired) await a.release(first.grant);
+      const second = await waiting;
+      expect(second).toBeDefined();
+      if (first.acquired) expect(second!.fence!).toBeGreaterThan(first.grant.fence!);
+      await b.release(second!);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('pg_terminate_backend of the holder fires onLost and renew returns false', async () => {
+    const b = backend();
+    try {
+      const lost = new Promise<Grant>((resolve) => {
+        void b.tryAcquire(request('terminate', (grant) => resolve(grant))).then(async (attempt) => {
+          expect(attempt.acquired).toBe(true);
+          const [row] = await advisoryLocks('terminate');
+          await admin.query('SELECT pg_terminate_backend($1)', [row!.pid]);
+        });
+      });
+      const grant = await lost;
+      expect(await b.renew(grant, 1_000)).toBe(false);
+      expect(await advisoryLocks('terminate')).toHaveLength(0);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a dead server gives BackendUnavailableError within the deadline', async () => {
+    const b = createPostgresBackend('postgres://postgres:deadbolt@127.0.0.1:1/postgres?mode=advisory&statementTimeoutMs=500');
+    try {
+      const started = Date.now();
+      await expect(b.tryAcquire(request('dead'))).rejects.toBeInstanceOf(BackendUnavailableError);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await b.close();
+    }
+  });
+});

@@ -1,0 +1,34 @@
+import { describeLockConformance } from '@deadbolt/conformance';
+import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { createLockClient } from '@deadbolt/core';
+import { advisoryCapabilities, leaseCapabilities } from '../src/index.js';
+
+/** The shared suite against both modes, with the fixture's restart/pause/down faults. */
+const faults = {
+  restart: (server: PostgresServerHandle) => server.restart(),
+  // SIGSTOP of the process fixture stops only the postmaster (each backend has its own process
+  // group), so a real freeze of PostgreSQL is only available as a container pause.
+  ...(process.env.DEADBOLT_SERVERS === 'container'
+    ? { pause: (server: PostgresServerHandle) => server.pause(), resume: (server: PostgresServerHandle) => server.resume() }
+    : {}),
+  down: (server: PostgresServerHandle) => server.down(),
+  up: (server: PostgresServerHandle) => server.up(),
+};
+
+describeLockConformance<PostgresServerHandle>({
+  name: 'postgres:advisory',
+  capabilities: advisoryCapabilities,
+  servers: () => startPostgres(),
+  create: (server, { prefix }) => createLockClient({ url: `${server!.url}?mode=advisory&statementTimeoutMs=2000`, prefix }),
+  faults,
+  // One session per held lock: the scale case holds what max_connections (200) and the pool (50) allow.
+  scaleLocks: 40,
+});
+
+describeLockConformance<PostgresServerHandle>({
+  name: 'postgres:lease',
+  capabilities: leaseCapabilities,
+  servers: () => startPostgres(),
+  create: (server, { prefix }) => createLockClient({ url: `${server!.url}?mode=lease&statementTimeoutMs=2000`, prefix }),
+  faults,
+});

@@ -1,0 +1,79 @@
+import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { type AcquireRequest } from '@deadbolt/core';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresBackend, LeaseBackend } from '../src/index.js';
+
+let server: PostgresServerHandle;
+let admin: pg.Client;
+beforeAll(async () => {
+  server = await startPostgres();
+  admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+});
+afterAll(async () => {
+  await admin?.end();
+  await server?.stop();
+});
+
+const backend = (): LeaseBackend => createPostgresBackend(`${server.url}?mode=lease`) as LeaseBackend;
+const request = (key: string, ttlMs = 10_000): AcquireRequest => ({ key, owner: 'o', ttlMs, onLost: () => undefined });
+
+describe('postgres:lease', () => {
+  it('expiry is judged by the server clock, and the retry hint is the remaining lease', async () => {
+    const b = backend();
+    try {
+      const first = await b.tryAcquire(request('server-time', 60_000));
+      expect(first.acquired).toBe(true);
+      const busy = await b.tryAcquire(request('server-time'));
+      expect(busy.acquired).toBe(false);
+      if (!busy.acquired) expect(busy.retryAfterMs).toBeGreaterThan(50_000);
+      // Move the row's expiry into the SERVER's past: the lock is free at once, whatever the client clock says.
+      await admin.query(`UPDATE deadbolt_locks SET expires_at = now() - interval '1 second' WHERE key = 'server-time'`);
+      const second = await b.tryAcquire(request('server-time'));
+      expect(second.acquired).toBe(true);
+      if (first.acquired && second.acquired) expect(second.grant.fence!).toBeGreaterThan(first.grant.fence!);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a stale owner release or renew never touches the new holder row', async () => {
+    const b = backend();
+    try {
+      const stale = await b.tryAcquire(request('stale', 10_000));
+      await admin.query(`UPDATE deadbolt_locks SET expires_at = now() - interval '1 second' WHERE key = 'stale'`);
+      const fresh = await b.tryAcquire(request('stale', 10_000));
+      expect(stale.acquired && fresh.acquired).toBe(true);
+      if (!stale.acquired || !fresh.acquired) return;
+      expect(await b.release(stale.grant)).toBe(false);
+      expect(await b.renew(stale.grant, 10_000)).toBe(false);
+      const row = await admin.query<{ owner: string }>(`SELECT owner FROM deadbolt_locks WHERE key = 'stale'`);
+      expect(row.rows[0]?.owner).toBe(fresh.grant.token);
+      expect(await b.renewMany([stale.grant, fresh.grant], [10_000, 10_000])).toEqual([false, true]);
+      expect(await b.release(fresh.grant)).toBe(true);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('release wakes a waiter through NOTIFY', async () => {
+    const a = backend();
+    const b = backend();
+    try {
+      const held = await a.tryAcquire(request('notify'));
+      if (!held.acquired) throw new Error('not acquired');
+      const woken = b.waitForChange('notify', 30_000, new AbortController().signal);
+      // The listener registers, LISTENs, then checks: give the release a LISTEN to land on by polling pg_stat_activity.
+      await expect
+        .poll(async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)).rows[0].n, { timeout: 5_000 })
+        .toBeGreaterThan(0);
+      const released = Date.now();
+      await a.release(held.grant);
+      await woken;
+      expect(Date.now() - released).toBeLessThan(5_000);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
