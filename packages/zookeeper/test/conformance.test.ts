@@ -1,7 +1,7 @@
 import { startZooKeeper, startZooKeeperEnsemble, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
-import '../src/index.js';
+import { zooKeeperCapabilities } from '../src/index.js';
 
 /**
  * The shared conformance suite against a standalone server and a 3-node ensemble. Until
@@ -37,6 +37,9 @@ if (describeLockConformance === undefined) {
 } else {
   const create = (server: ServerHandle, options: { prefix?: string } = {}) =>
     createLockClient({ url: `${server.url}/deadbolt/conformance?sessionTimeoutMs=6000&connectTimeoutMs=3000&operationTimeoutMs=3000`, ...options });
-  describeLockConformance({ name: 'zookeeper (standalone)', servers: () => startZooKeeper(), create });
-  describeLockConformance({ name: 'zookeeper (3-node ensemble)', servers: ensembleHandle, create });
+  // Each held lock is a logged znode write: 500 locks show the scale behaviour in seconds, not minutes.
+  // Server faults are covered by test/ensemble.test.ts and test/recipe.test.ts (leader loss, expiry).
+  const common = { capabilities: zooKeeperCapabilities, create, scaleLocks: 500 };
+  describeLockConformance({ name: 'zookeeper (standalone)', servers: () => startZooKeeper(), ...common });
+  describeLockConformance({ name: 'zookeeper (3-node ensemble)', servers: ensembleHandle, ...common });
 }
