@@ -1,0 +1,79 @@
+import type { History, Interval } from './history.js';
+
+export interface Overlap {
+  readonly a: Interval;
+  readonly b: Interval;
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface CheckResult {
+  readonly acquisitions: number;
+  readonly violations: number;
+  readonly overlaps: Overlap[];
+  readonly staleWritesAcceptedPlain: number;
+  readonly staleWritesRejectedFenced: number;
+  readonly staleWritesAcceptedFenced: number;
+  readonly lostNotices: number;
+  /** For each loss notice with a known lease expiry: expiry - notice (positive = in time). */
+  readonly lostNoticeLeadMs: number[];
+  readonly acquisitionsPerSecond: number;
+  readonly maxUnavailableMs: number;
+}
+
+/**
+ * Mutual-exclusion violations: pairs of intervals of different clients whose open interiors
+ * intersect. Touching intervals (a.end === b.start) are not overlaps: the release happened-before
+ * the next acquire. Sweep over intervals sorted by start, O(n log n + overlaps).
+ */
+export function findOverlaps(intervals: readonly Interval[]): Overlap[] {
+  const sorted = [...intervals].sort((x, y) => x.start - y.start);
+  const overlaps: Overlap[] = [];
+  for (let i = 0; i < sorted.length; i++) {
+    const a = sorted[i]!;
+    for (let j = i + 1; j < sorted.length; j++) {
+      const b = sorted[j]!;
+      if (b.start >= a.end) break;
+      if (a.client === b.client) continue;
+      overlaps.push({ a, b, start: b.start, end: Math.min(a.end, b.end) });
+    }
+  }
+  return overlaps;
+}
+
+/**
+ * The longest stretch within [startedAt, endedAt] when no client held the lock: a CP system's
+ * election shows here. Gaps are measured between the union of holds.
+ */
+export function longestGap(intervals: readonly Interval[], startedAt: number, endedAt: number): number {
+  const sorted = [...intervals].sort((x, y) => x.start - y.start);
+  let cursor = startedAt;
+  let longest = 0;
+  for (const i of sorted) {
+    if (i.start > cursor) longest = Math.max(longest, i.start - cursor);
+    cursor = Math.max(cursor, i.end);
+  }
+  if (endedAt > cursor) longest = Math.max(longest, endedAt - cursor);
+  return longest;
+}
+
+export function check(history: History): CheckResult {
+  const overlaps = findOverlaps(history.intervals);
+  const lost = history.intervals.filter((i) => i.lostNoticeAt !== undefined);
+  const lead = lost
+    .filter((i) => i.leaseExpiresAt !== undefined)
+    .map((i) => (i.leaseExpiresAt as number) - (i.lostNoticeAt as number));
+  const seconds = Math.max(1e-3, (history.endedAt - history.startedAt) / 1000);
+  return {
+    acquisitions: history.intervals.length,
+    violations: overlaps.length,
+    overlaps,
+    staleWritesAcceptedPlain: history.plainWrites.filter((w) => w.stale && w.accepted).length,
+    staleWritesRejectedFenced: history.fencedWrites.filter((w) => w.stale && !w.accepted).length,
+    staleWritesAcceptedFenced: history.fencedWrites.filter((w) => w.stale && w.accepted).length,
+    lostNotices: lost.length,
+    lostNoticeLeadMs: lead,
+    acquisitionsPerSecond: history.intervals.length / seconds,
+    maxUnavailableMs: Math.round(longestGap(history.intervals, history.startedAt, history.endedAt)),
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * The history model of the comparison (after Jepsen's histories, https://jepsen.io/analyses):
+ * every critical section a client believed it held is one interval.
+ */
+export type IntervalOutcome = 'released' | 'lost' | 'error';
+
+export interface Interval {
+  readonly client: string;
+  /** ms (performance.timeOrigin-based wall clock) when acquire resolved. */
+  readonly start: number;
+  /** ms when the client stopped believing it held the lock (release resolved, or loss noticed). */
+  readonly end: number; // when it asked for the release, or noticed the loss if earlier
+  readonly fence: number | undefined;
+  readonly outcome: IntervalOutcome;
+  /** ms when lock.signal aborted, if it did. */
+  readonly lostNoticeAt?: number;
+  /** ms when the lease would have expired given the last successful acquire/renew (start + ttl at least). */
+  readonly leaseExpiresAt?: number;
+}
+
+/** A shaded window on the timeline: when the nemesis was acting. */
+export interface FaultWindow {
+  readonly label: string;
+  readonly start: number;
+  readonly end: number; // when it asked for the release, or noticed the loss if earlier
+}
+
+/** A write attempted on a register, and whether the store accepted it. */
+export interface WriteRecord {
+  readonly client: string;
+  readonly at: number;
+  readonly fence: number | undefined;
+  readonly accepted: boolean;
+  /** True when a later-fenced holder had already written (the write is stale). */
+  readonly stale: boolean;
+}
+
+export interface History {
+  readonly intervals: Interval[];
+  readonly faults: FaultWindow[];
+  readonly plainWrites: WriteRecord[];
+  readonly fencedWrites: WriteRecord[];
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
+
+export function now(): number {
+  return performance.timeOrigin + performance.now();
+}

@@ -1,0 +1,112 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { now, type FaultWindow, type History, type Interval } from './history.js';
+import { FencedRegister, PlainRegister } from './stores.js';
+import { runWorker, type RegisterPort, type WorkerConfig } from './workload.js';
+
+export interface RunSpec {
+  readonly url: string;
+  readonly options?: Readonly<Record<string, unknown>>;
+  readonly clients: number;
+  /** How many of the clients run in child processes (the first ones). */
+  readonly childClients: number;
+  readonly durationMs: number;
+  readonly ttlMs: number;
+  readonly holdMs: number;
+  /** Per-client options override (e.g. a skewed clock or a proxied URL), by index. */
+  readonly perClient?: (index: number) => Partial<WorkerConfig>;
+}
+
+export interface RunContext {
+  readonly children: ChildProcess[];
+  /** Marks a fault window on the timeline around `fn`. */
+  fault<T>(label: string, fn: () => Promise<T>): Promise<T>;
+  readonly startedAt: number;
+  /** Resolves when child `index` next enters a critical section. */
+  nextHold(index: number): Promise<void>;
+}
+
+
+/** Runs the workload for durationMs while `nemesis` acts, and returns the history. */
+export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => Promise<void>): Promise<History> {
+  const plain = new PlainRegister();
+  const fenced = new FencedRegister();
+  const intervals: Interval[] = [];
+  const faults: FaultWindow[] = [];
+  const port: RegisterPort = {
+    read: async () => ({ plain: plain.read(), fenced: fenced.read() }),
+    write: async (client, fence, p, f) => { plain.write(client, fence, p); fenced.write(client, fence, f); },
+    record: (i) => { intervals.push(i); },
+  };
+  const startedAt = now();
+  const until = startedAt + spec.durationMs;
+  const key = `compare-${Math.random().toString(36).slice(2, 8)}`;
+  const config = (i: number): WorkerConfig => ({
+    name: `c${i}`, url: spec.url, key, ttlMs: spec.ttlMs, holdMs: spec.holdMs, waitMs: spec.ttlMs * 3, until,
+    ...(spec.options ? { options: spec.options } : {}), ...(spec.perClient?.(i) ?? {}),
+  });
+  const children: ChildProcess[] = [];
+  const holds = new EventEmitter();
+  const done: Promise<void>[] = [];
+  for (let i = 0; i < spec.clients; i++) {
+    if (i < spec.childClients) {
+      const { child, finished } = startChild(config(i), plain, fenced, intervals, () => holds.emit(`c${i}`));
+      children.push(child);
+      done.push(finished);
+    } else {
+      done.push(runWorker(config(i), port));
+    }
+  }
+  const ctx: RunContext = {
+    children, startedAt,
+    nextHold: async (index) => { await once(holds, `c${index}`); },
+    async fault(label, fn) {
+      const start = now();
+      try { return await fn(); } finally { faults.push({ label, start, end: now() }); }
+    },
+  };
+  let nemesisError: unknown;
+  await nemesis(ctx).catch((e: unknown) => { nemesisError = e; });
+  // Deadline: a child that never finishes is killed, never left behind.
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((r) => { timer = setTimeout(r, Math.max(0, until - now()) + spec.ttlMs * 4 + 10_000); });
+  // allSettled: one failed worker must not leave the others (or their children) running.
+  const settled = await Promise.race([Promise.allSettled(done), deadline.then(() => [] as PromiseSettledResult<void>[])]);
+  clearTimeout(timer);
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) { c.kill('SIGCONT'); c.kill('SIGKILL'); }
+  if (nemesisError) throw nemesisError;
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return { intervals, faults, plainWrites: plain.writes, fencedWrites: fenced.writes, startedAt, endedAt: Math.max(until, now()) };
+}
+
+function startChild(cfg: WorkerConfig, plain: PlainRegister, fenced: FencedRegister, intervals: Interval[], onAcquired: () => void): { child: ChildProcess; finished: Promise<void> } {
+  // Under vitest this module is the .ts source: the child runs the built worker from dist.
+  const here = fileURLToPath(import.meta.url);
+  const script = here.endsWith('.ts')
+    ? fileURLToPath(new URL('../../dist/compare/child-worker.js', import.meta.url))
+    : fileURLToPath(new URL('./child-worker.js', import.meta.url));
+  const child = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let clean = false;
+  const finished = new Promise<void>((resolve, reject) => {
+    child.on('exit', (code, signal) => {
+      if (clean || signal === 'SIGKILL') resolve();
+      else reject(new Error(`compare worker ${cfg.name} exited with ${code ?? signal} before finishing (${script})`));
+    });
+    child.on('message', (m: unknown) => {
+      const msg = m as { type: string; id: number; client: string; fence: number | null; plain: number; fenced: number; interval: Interval };
+      if (msg.type === 'done') clean = true;
+      else if (msg.type === 'ready') child.send({ type: 'start', config: cfg });
+      else if (msg.type === 'acquired') onAcquired();
+      else if (msg.type === 'read') child.send({ type: 'reply', id: msg.id, plain: plain.read(), fenced: fenced.read() });
+      else if (msg.type === 'write') {
+        const fence = msg.fence ?? undefined;
+        plain.write(msg.client, fence, msg.plain);
+        fenced.write(msg.client, fence, msg.fenced);
+        child.send({ type: 'reply', id: msg.id });
+      } else if (msg.type === 'interval') intervals.push(msg.interval);
+    });
+  });
+  return { child, finished };
+}

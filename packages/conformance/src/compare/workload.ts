@@ -1,0 +1,94 @@
+import { createLockClient, InvalidArgumentError, type LockClient } from '@deadbolt/core';
+import { now, type Interval } from './history.js';
+
+/** Where a worker reads and writes the two registers: in-process, or over IPC from a child. */
+export interface RegisterPort {
+  read(): Promise<{ plain: number; fenced: number }>;
+  write(client: string, fence: number | undefined, plain: number, fenced: number): Promise<void>;
+  record(interval: Interval): void;
+  /** Told when this client has checked its lock and is about to work then write (the nemesis times pauses on it). */
+  acquired?(client: string): void;
+}
+
+export interface WorkerConfig {
+  readonly name: string;
+  readonly url: string;
+  readonly options?: Readonly<Record<string, unknown>>;
+  readonly key: string;
+  readonly ttlMs: number;
+  /** Time spent "working" between the read and the write: where a pause lands. */
+  readonly holdMs: number;
+  readonly waitMs: number;
+  /** Wall-clock ms at which to stop looping. */
+  readonly until: number;
+  /** Skew for this client's injected clock (redis getset), ms ahead. */
+  readonly clockSkewMs?: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function clientFor(cfg: WorkerConfig): LockClient {
+  const options = { ...(cfg.options ?? {}) };
+  if (cfg.clockSkewMs !== undefined) {
+    const skew = cfg.clockSkewMs;
+    options.now = () => Date.now() + skew;
+  }
+  return createLockClient({ url: cfg.url, options, defaults: { autoRenew: true } });
+}
+
+/**
+ * One client's loop: acquire with a fence, read-modify-write both registers, release. Obeys
+ * lock.signal: a holder told 'lost' does not write. It checks the signal before the work, as a real
+ * program does, so a pause between the check and the write (Kleppmann's GC pause) still produces
+ * the stale write the fenced register must refuse.
+ */
+export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: LockClient = clientFor(cfg)): Promise<void> {
+  try {
+    while (now() < cfg.until) {
+      let lock;
+      try {
+        lock = await client.acquire(cfg.key, { ttlMs: cfg.ttlMs, waitMs: Math.max(1, Math.floor(Math.min(cfg.waitMs, cfg.until - now()))) });
+      } catch (error) {
+        // Bad input is the harness's bug, not the backend's behaviour: fail loudly.
+        if (error instanceof InvalidArgumentError) throw error;
+        if (process.env.DEADBOLT_COMPARE_DEBUG) process.stderr.write(`${cfg.name}: ${String(error)}\n`);
+        // Timeout or unavailable backend: that is unavailability, measured as a gap by the checker.
+        await sleep(20);
+        continue;
+      }
+      const start = now();
+      let lostNoticeAt: number | undefined;
+      let lastRenewAt = start;
+      let releasingAt = start;
+      lock.signal.addEventListener('abort', () => { lostNoticeAt = now(); }, { once: true });
+      const onRenew = (): void => { lastRenewAt = now(); };
+      client.on('renewed', onRenew);
+      try {
+        const seen = await port.read();
+        if (!lock.signal.aborted) {
+          // Past the check, before the write: the window a pause turns into a stale write.
+          port.acquired?.(cfg.name);
+          await sleep(cfg.holdMs);
+          await port.write(cfg.name, lock.fence, seen.plain + 1, seen.fenced + 1);
+        }
+      } finally {
+        // The critical section ends when the client stops acting under the lock, i.e. when it asks
+        // for the release: the server may grant the next waiter before our release reply arrives.
+        releasingAt = now();
+        await lock.release().catch(() => undefined);
+        client.off('renewed', onRenew);
+      }
+      const end = lostNoticeAt !== undefined && lostNoticeAt < releasingAt ? lostNoticeAt : releasingAt;
+      port.record({
+        client: cfg.name, start, end, fence: lock.fence,
+        outcome: lostNoticeAt !== undefined && lostNoticeAt <= releasingAt ? 'lost' : 'released',
+        ...(lostNoticeAt !== undefined ? { lostNoticeAt } : {}),
+        leaseExpiresAt: lastRenewAt + cfg.ttlMs,
+      });
+      // Without a short random pause the releaser re-acquires in the same tick and starves the others.
+      await sleep(5 + Math.random() * 30);
+    }
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
