@@ -34,3 +34,4 @@ export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from './backoff.js
 export { defaultLockDefaults } from './config.js';
 export { redactUrl, parseBackendUrl } from './url.js';
 export { inOwnerFlow } from './owner.js';
+export { DeadlineExceededError, withDeadline } from './deadline.js';

@@ -1,29 +1,6 @@
 import pg from 'pg';
+import { DeadlineExceededError, withDeadline } from '@deadbolt/core';
 import type { ResolvedPostgresOptions } from './options.js';
-
-/** Thrown when an operation outlives its deadline. */
-export class DeadlineExceededError extends Error {
-  constructor(readonly ms: number) {
-    super(`no answer within ${ms} ms`);
-    this.name = 'DeadlineExceededError';
-  }
-}
-
-/**
- * Rejects after `ms` unless `operation` settles first; the timer is always cleared. statement_timeout
- * only helps while the server runs: a frozen or unreachable server needs this client-side bound.
- */
-export async function withDeadline<T>(operation: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceededError(ms)), ms);
-  });
-  try {
-    return await Promise.race([operation, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Connection settings shared by the pool and dedicated sessions: bounded connect and statements. */
 export function clientConfig(options: ResolvedPostgresOptions, statementTimeoutMs: number = options.statementTimeoutMs): pg.ClientConfig {

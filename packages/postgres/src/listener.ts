@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { endClient, withDeadline } from './connect.js';
+import { withDeadline } from '@deadbolt/core';
+import { endClient } from './connect.js';
 
 interface Waiter {
   readonly wake: () => void;

@@ -16,6 +16,8 @@ export interface RunSpec {
   readonly holdMs: number;
   /** Per-client options override (e.g. a skewed clock or a proxied URL), by index. */
   readonly perClient?: (index: number) => Partial<WorkerConfig>;
+  /** The other clients start once c0 has first entered a critical section, so a nemesis aimed at c0's hold finds one. */
+  readonly othersStartAfterFirstHold?: boolean;
 }
 
 export interface RunContext {
@@ -30,6 +32,7 @@ export interface RunContext {
 
 /** Runs the workload for durationMs while `nemesis` acts, and returns the history. */
 export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => Promise<void>): Promise<History> {
+  const holds = new EventEmitter();
   const plain = new PlainRegister();
   const fenced = new FencedRegister();
   const intervals: Interval[] = [];
@@ -38,6 +41,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     read: async () => ({ plain: plain.read(), fenced: fenced.read() }),
     write: async (client, fence, p, f) => { plain.write(client, fence, p); fenced.write(client, fence, f); },
     record: (i) => { intervals.push(i); },
+    acquired: (client) => { holds.emit(client); },
   };
   const startedAt = now();
   const until = startedAt + spec.durationMs;
@@ -47,9 +51,8 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     ...(spec.options ? { options: spec.options } : {}), ...(spec.perClient?.(i) ?? {}),
   });
   const children: ChildProcess[] = [];
-  const holds = new EventEmitter();
   const done: Promise<void>[] = [];
-  for (let i = 0; i < spec.clients; i++) {
+  const startClient = (i: number): void => {
     if (i < spec.childClients) {
       const { child, finished } = startChild(config(i), plain, fenced, intervals, () => holds.emit(`c${i}`));
       children.push(child);
@@ -57,7 +60,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     } else {
       done.push(runWorker(config(i), port));
     }
-  }
+  };
   const ctx: RunContext = {
     children, startedAt,
     nextHold: async (index) => { await once(holds, `c${index}`); },
@@ -67,7 +70,16 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     },
   };
   let nemesisError: unknown;
-  await nemesis(ctx).catch((e: unknown) => { nemesisError = e; });
+  try {
+    // The first hold's listener is registered before c0 starts, so it cannot slip past.
+    const firstHold = spec.othersStartAfterFirstHold ? once(holds, 'c0') : undefined;
+    startClient(0);
+    if (firstHold) await Promise.race([firstHold, done[0]!.then(() => { throw new Error('c0 finished before it ever held the lock'); })]);
+    for (let i = 1; i < spec.clients; i++) startClient(i);
+    await nemesis(ctx);
+  } catch (error) {
+    nemesisError = error;
+  }
   // Deadline: a child that never finishes is killed, never left behind.
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((r) => { timer = setTimeout(r, Math.max(0, until - now()) + spec.ttlMs * 4 + 10_000); });

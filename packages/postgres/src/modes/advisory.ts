@@ -1,6 +1,6 @@
-import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { BackendUnavailableError, DeadboltError, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
 import pg from 'pg';
-import { clientConfig, isAlreadyExists, withDeadline } from '../connect.js';
+import { clientConfig, isAlreadyExists } from '../connect.js';
 import { advisoryLockId, advisoryLockParts } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { advisorySql } from '../sql.js';

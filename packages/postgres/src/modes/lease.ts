@@ -1,6 +1,6 @@
-import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { BackendUnavailableError, DeadboltError, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
 import pg from 'pg';
-import { clientConfig, Gate, isAlreadyExists, withDeadline } from '../connect.js';
+import { clientConfig, Gate, isAlreadyExists } from '../connect.js';
 import { ReleaseListener } from '../listener.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { leaseSql, releaseChannel } from '../sql.js';
