@@ -1,4 +1,5 @@
 import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { checkAll } from './check-all.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
@@ -56,6 +57,15 @@ export class ZooKeeperBackend implements LockBackend {
     return this.guard('renew', grant.key, async () => {
       const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key);
       return (await stat(client, grant.token, Date.now() + this.options.operationTimeoutMs)) !== undefined;
+    });
+  }
+
+  /** Core's auto-renew batch: every node checked in one multi request per 500 locks. */
+  async renewMany(grants: readonly Grant[]): Promise<readonly boolean[]> {
+    const key = grants[0]?.key ?? '';
+    return this.guard('renew', key, async () => {
+      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, key);
+      return checkAll(client, grants.map((grant) => grant.token), Date.now() + this.options.operationTimeoutMs);
     });
   }
 
