@@ -2,8 +2,9 @@ import { BackendUnavailableError, DeadboltError, type AcquireRequest, type Attem
 import { checkAll } from './check-all.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
+import { ParentSweeper } from './parent-sweeper.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
-import { deleteNode, runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
+import { runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
 import { ZooKeeperSession } from './session.js';
 
 /**
@@ -35,12 +36,14 @@ export class ZooKeeperBackend implements LockBackend {
   private readonly session: ZooKeeperSession;
   /** Nodes whose delete timed out; deleted on the next operation so nothing is left behind. */
   private readonly abandoned = new Set<string>();
+  private readonly parents: ParentSweeper;
 
   constructor(
     readonly options: ResolvedZooKeeperOptions,
     private readonly hooks: RecipeHooks = {},
   ) {
     this.session = new ZooKeeperSession(options, this.name);
+    this.parents = new ParentSweeper(options.parentCleanupDelayMs, (path) => this.removeIfEmpty(path));
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -82,7 +85,7 @@ export class ZooKeeperBackend implements LockBackend {
         if (isNoNode(error)) deleted = false;
         else throw error;
       }
-      await this.removeIfEmpty((grant as Partial<ZooKeeperGrant>).lockPath ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
+      await this.parents.schedule((grant as Partial<ZooKeeperGrant>).lockPath ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
       return deleted;
     });
   }
@@ -94,6 +97,7 @@ export class ZooKeeperBackend implements LockBackend {
 
   async close(): Promise<void> {
     this.abandoned.clear();
+    await this.parents.flush();
     await this.session.close();
   }
 
@@ -114,19 +118,12 @@ export class ZooKeeperBackend implements LockBackend {
       };
       const ours = await runLockRecipe(run, wait, deadline, signal);
       if (ours === undefined) {
-        if (wait) await this.removeIfEmpty(run.lockPath);
+        if (wait) await this.parents.schedule(run.lockPath);
         return undefined;
       }
-      try {
-        const created = await stat(client, ours, Date.now() + this.options.operationTimeoutMs);
-        if (!created) return undefined;
-        const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: ours, fence: zxid(created.czxid), lockPath: run.lockPath };
-        this.session.track(grant, request.onLost);
-        return grant;
-      } catch (error) {
-        await deleteNode(run, ours);
-        throw error;
-      }
+      const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: ours.path, fence: zxid(ours.stat.czxid), lockPath: run.lockPath };
+      this.session.track(grant, request.onLost);
+      return grant;
     });
   }
 

@@ -38,20 +38,31 @@ export interface ResolvedZooKeeperOptions {
   readonly connectTimeoutMs: number;
   readonly operationTimeoutMs: number;
   readonly lostOn: ZooKeeperLostOn;
+  /** How long after a release an emptied lock parent is deleted (0: at once). */
+  readonly parentCleanupDelayMs: number;
 }
 
 export const defaultBasePath = '/deadbolt/locks';
-const defaults = { sessionTimeoutMs: 10_000, connectTimeoutMs: 5_000, operationTimeoutMs: 5_000 } as const;
+// parentCleanupDelayMs: a key used in a loop keeps its parent instead of deleting and re-creating it every cycle.
+const defaults = { sessionTimeoutMs: 10_000, connectTimeoutMs: 5_000, operationTimeoutMs: 5_000, parentCleanupDelayMs: 1_000 } as const;
 const defaultPort = 2181;
 
 /** `prefix` belongs to core (it prefixes keys before they reach us), so it is accepted and ignored. */
-const urlParameters: ReadonlySet<string> = new Set(['sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'lostOn', 'prefix']);
-const objectOptions: ReadonlySet<string> = new Set(['connectString', 'basePath', 'sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'lostOn', 'prefix', 'chroot']);
+const urlParameters: ReadonlySet<string> = new Set(['sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'lostOn', 'parentCleanupDelayMs', 'prefix']);
+const objectOptions: ReadonlySet<string> = new Set(['connectString', 'basePath', 'sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'lostOn', 'parentCleanupDelayMs', 'prefix', 'chroot']);
 
 function positiveInteger(name: string, value: unknown): number {
   const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isInteger(number) || number <= 0) {
     throw new InvalidArgumentError(name, `expected a positive integer number of milliseconds, got ${JSON.stringify(value)}`);
+  }
+  return number;
+}
+
+function nonNegativeInteger(name: string, value: unknown): number {
+  const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < 0) {
+    throw new InvalidArgumentError(name, `expected 0 or a positive integer number of milliseconds, got ${JSON.stringify(value)}`);
   }
   return number;
 }
@@ -125,5 +136,6 @@ export function resolveZooKeeperOptions(url: string | URL | undefined, options: 
     connectTimeoutMs: positiveInteger('connectTimeoutMs', merged['connectTimeoutMs'] ?? defaults.connectTimeoutMs),
     operationTimeoutMs: positiveInteger('operationTimeoutMs', merged['operationTimeoutMs'] ?? defaults.operationTimeoutMs),
     lostOn: lostOn(merged['lostOn'] ?? 'expired'),
+    parentCleanupDelayMs: nonNegativeInteger('parentCleanupDelayMs', merged['parentCleanupDelayMs'] ?? defaults.parentCleanupDelayMs),
   });
 }

@@ -1,6 +1,6 @@
-import type { Client, Event } from 'node-zookeeper-client';
+import type { Client, Event, Stat } from 'node-zookeeper-client';
 import { baseName, contenders, isOurs, newGuid, nodePrefix } from './naming.js';
-import { CreateMode, create, getChildren, isInDoubt, isNoNode, mkdirp, remove, watchData } from './operations.js';
+import { CreateMode, create, getChildren, isInDoubt, isNoNode, mkdirp, remove, stat, watchData } from './operations.js';
 
 /**
  * The lock recipe of the ZooKeeper docs ("Locks", zookeeper.apache.org/doc/current/recipes.html)
@@ -96,14 +96,17 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
   }
 }
 
-/** Where our node stands: first (the lock is ours), behind `predecessor`, or gone (session ended). */
-export type Position = { readonly kind: 'first' } | { readonly kind: 'behind'; readonly predecessor: string } | { readonly kind: 'gone' };
+/** Where our node stands: first (the lock is ours; `stat` carries its czxid), behind `predecessor`, or gone (session ended). */
+export type Position = { readonly kind: 'first'; readonly stat: Stat } | { readonly kind: 'behind'; readonly predecessor: string } | { readonly kind: 'gone' };
 
 export async function position(run: RecipeRun, ours: string): Promise<Position> {
-  const sorted = contenders(await getChildren(run.client, run.lockPath, opDeadline(run)));
+  // Both requests go out together (one round trip): the stat is wasted when we are not first, but
+  // a holder needs its czxid (the fence) and would otherwise pay a round trip of its own for it.
+  const [children, own] = await Promise.all([getChildren(run.client, run.lockPath, opDeadline(run)), stat(run.client, ours, opDeadline(run))]);
+  const sorted = contenders(children);
   const index = sorted.indexOf(baseName(ours));
-  if (index < 0) return { kind: 'gone' };
-  if (index === 0) return { kind: 'first' };
+  if (index < 0 || own === undefined) return { kind: 'gone' };
+  if (index === 0) return { kind: 'first', stat: own };
   return { kind: 'behind', predecessor: `${run.lockPath}/${sorted[index - 1]}` };
 }
 
@@ -151,9 +154,9 @@ export async function awaitPredecessor(run: RecipeRun, ours: string, predecessor
 
 /**
  * The whole recipe. `wait` false is tryAcquire: not first means busy, and our node goes at once.
- * Resolves with our node's path when it is first, or undefined after a give-up (node deleted).
+ * Resolves with our node (path and stat) when it is first, or undefined after a give-up (node deleted).
  */
-export async function runLockRecipe(run: RecipeRun, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<string | undefined> {
+export async function runLockRecipe(run: RecipeRun, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
   const never = new AbortController().signal;
   for (;;) {
     const ours = await createContender(run, deadline);
@@ -161,7 +164,7 @@ export async function runLockRecipe(run: RecipeRun, wait: boolean, deadline: num
       for (;;) {
         const where = await position(run, ours);
         if (where.kind === 'gone') break; // the session lost our node: start over with a new one
-        if (where.kind === 'first') return ours;
+        if (where.kind === 'first') return { path: ours, stat: where.stat };
         if (!wait || Date.now() >= deadline || signal?.aborted) {
           await deleteNode(run, ours);
           return undefined;

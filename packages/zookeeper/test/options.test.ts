@@ -9,10 +9,12 @@ describe('zookeeper options (no I/O)', () => {
     expect(resolveZooKeeperOptions('zookeeper://a:1').basePath).toBe('/deadbolt/locks');
     expect(resolveZooKeeperOptions('zookeeper://a:1', { chroot: '/apps/billing' }).basePath).toBe('/apps/billing/deadbolt/locks');
     expect(resolveZooKeeperOptions('zookeeper://a:1/', { basePath: '/' }).basePath).toBe('');
+    expect(resolveZooKeeperOptions('zookeeper://a:1').parentCleanupDelayMs).toBe(1000);
+    expect(resolveZooKeeperOptions('zookeeper://a:1?parentCleanupDelayMs=0').parentCleanupDelayMs).toBe(0);
   });
 
   it('rejects unknown parameters, bad numbers, bad paths and unknown object options', () => {
-    for (const bad of ['zookeeper://a:1?bogus=1', 'zookeeper://a:1?sessionTimeoutMs=-5', 'zookeeper://a:1/x//y', 'zookeeper://a:99999', 'zookeeper://', 'zookeeper://u:p@a:1']) {
+    for (const bad of ['zookeeper://a:1?bogus=1', 'zookeeper://a:1?sessionTimeoutMs=-5', 'zookeeper://a:1?parentCleanupDelayMs=-1', 'zookeeper://a:1?parentCleanupDelayMs=1.5', 'zookeeper://a:1/x//y', 'zookeeper://a:99999', 'zookeeper://', 'zookeeper://u:p@a:1']) {
       expect(() => resolveZooKeeperOptions(bad), bad).toThrow(InvalidArgumentError);
     }
     expect(() => resolveZooKeeperOptions(undefined, { connectString: 'a:1', nope: 1 })).toThrow(InvalidArgumentError);

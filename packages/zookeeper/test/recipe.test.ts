@@ -4,7 +4,7 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
 import { startProxy, type Proxy } from './proxy.js';
-import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request } from './support.js';
+import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request, stat } from './support.js';
 
 let server: ServerHandle;
 let raw: Awaited<ReturnType<typeof rawClient>>;
@@ -13,7 +13,8 @@ const backends: ZooKeeperBackend[] = [];
 const proxies: Proxy[] = [];
 
 function backend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): ZooKeeperBackend {
-  const created = createZooKeeperBackend(`${server.url}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000`, hooks);
+  // parentCleanupDelayMs=0: these cases check that an emptied parent is gone right after the release.
+  const created = createZooKeeperBackend(`${server.url}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000&parentCleanupDelayMs=0`, hooks);
   backends.push(created);
   return created;
 }
@@ -116,6 +117,21 @@ describe('zookeeper lock recipe (standalone server)', () => {
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     await waiterBackend.release(current);
     expect(await exists(raw, `${base}/herd`)).toBe(false); // the empty parent was cleaned up
+  });
+
+  it('by default an emptied parent outlives the release (a key used in a loop keeps it) and goes at close()', async () => {
+    const looping = createZooKeeperBackend(`${server.url}${base}`);
+    const first = await grantOf(looping, 'sweep');
+    const parentBefore = await stat(raw, `${base}/sweep`);
+    await looping.release(first);
+    const second = await grantOf(looping, 'sweep');
+    // Same czxid: the parent was not deleted and re-created between the two cycles.
+    expect((await stat(raw, `${base}/sweep`))?.czxid).toEqual(parentBefore?.czxid);
+    expect(second.fence).toBeGreaterThan(first.fence!);
+    await looping.release(second);
+    expect(await exists(raw, `${base}/sweep`)).toBe(true);
+    await looping.close();
+    expect(await exists(raw, `${base}/sweep`)).toBe(false);
   });
 
   it('timeout and abort delete our node: nothing left behind', async () => {

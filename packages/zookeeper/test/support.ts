@@ -1,6 +1,6 @@
 import type { AcquireRequest, Grant } from '@deadbolt/core';
 import zookeeper from 'node-zookeeper-client';
-import type { Client } from 'node-zookeeper-client';
+import type { Client, Stat } from 'node-zookeeper-client';
 
 export interface LostReport {
   readonly grant: Grant;
@@ -58,6 +58,10 @@ export function children(client: Client, path: string): Promise<string[]> {
 
 export function exists(client: Client, path: string): Promise<boolean> {
   return new Promise((resolve, reject) => client.exists(path, (error, stat) => (error ? reject(error) : resolve(Boolean(stat)))));
+}
+
+export function stat(client: Client, path: string): Promise<Stat | undefined> {
+  return new Promise((resolve, reject) => client.exists(path, (error, found) => (error ? reject(error) : resolve(found ?? undefined))));
 }
 
 export function createNode(client: Client, path: string, mode: number): Promise<string> {
