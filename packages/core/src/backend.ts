@@ -37,6 +37,11 @@ export interface AcquireRequest {
    * connection dropped). Core then aborts the lock's signal and emits 'lost'. Safe to call repeatedly.
    */
   readonly onLost: (grant: Grant, cause: Error) => void;
+  /**
+   * Called by a native `acquire` when the server has queued us behind another holder (at most the
+   * first time matters): core emits 'contended'. Backends that set `acquireQueuesAtOnce` must call it.
+   */
+  readonly onContended?: () => void;
 }
 
 /** Proof of holding a lock. Backends may add fields; core treats everything but these as opaque. */
@@ -82,6 +87,13 @@ export interface LockBackend {
    * tryAcquire + waitForChange.
    */
   acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
+
+  /**
+   * True when `acquire` costs no more than `tryAcquire` on a free lock and reports queueing through
+   * `request.onContended` (ZooKeeper: both create the same node). Core then skips the plain first
+   * attempt, whose failure would cost a create, a listing and a delete before queueing anyway.
+   */
+  readonly acquireQueuesAtOnce?: boolean;
 
   /**
    * Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone.

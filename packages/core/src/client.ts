@@ -176,8 +176,18 @@ export class DeadboltClient implements LockClient, HandleOwner {
         const sentAt = Date.now();
         // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
         // costs the same as anywhere else, and a busy one is reported ('contended') before we queue.
-        if (backend.acquire && plan.waitMs > 0 && attempts > 1) {
-          const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(request, deadline, abort.signal), false);
+        // A backend whose queueing is as cheap as an attempt queues at once and reports contention itself.
+        if (backend.acquire && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
+          let reported = attempts > 1;
+          const queued: AcquireRequest = {
+            ...request,
+            onContended: () => {
+              if (reported) return;
+              reported = true;
+              this.emit('contended', { key: plan.userKey, owner: plan.owner, attempt: attempts });
+            },
+          };
+          const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, abort.signal), false);
           if (grant && abort.signal.aborted) {
             // Granted in the same instant as the abort: give it back rather than leave it held.
             await this.call(backend, 'release', plan.userKey, () => backend.release(grant), true).catch(() => false);

@@ -33,6 +33,8 @@ export class ZooKeeperBackend implements LockBackend {
   readonly capabilities = zooKeeperCapabilities;
   /** No prefix by default: key K is the lock `<basePath>/K`, the path a Curator InterProcessMutex uses. */
   readonly defaultPrefix = '';
+  /** Queueing is the same create as a plain attempt: core need not try once before it queues. */
+  readonly acquireQueuesAtOnce = true;
   private readonly session: ZooKeeperSession;
   /** Nodes whose delete timed out; deleted on the next operation so nothing is left behind. */
   private readonly abandoned = new Set<string>();
@@ -115,6 +117,7 @@ export class ZooKeeperBackend implements LockBackend {
         hooks: this.hooks,
         sessionEnded,
         abandon: (path) => this.abandoned.add(path),
+        ...(request.onContended ? { onQueued: request.onContended } : {}),
       };
       const ours = await runLockRecipe(run, wait, deadline, signal);
       if (ours === undefined) {

@@ -25,6 +25,8 @@ export interface RecipeRun {
   readonly sessionEnded: AbortSignal;
   /** A node we could not delete (the request timed out): the backend retries it later. */
   readonly abandon: (path: string) => void;
+  /** Told each time we queue behind another contender (core reports the first as 'contended'). */
+  readonly onQueued?: () => void;
 }
 
 /** Why a wait ended without the lock. */
@@ -169,6 +171,7 @@ export async function runLockRecipe(run: RecipeRun, wait: boolean, deadline: num
           await deleteNode(run, ours);
           return undefined;
         }
+        run.onQueued?.();
         const outcome = await awaitPredecessor(run, ours, where.predecessor, deadline, signal ?? never);
         if (outcome !== 'changed') {
           await deleteNode(run, ours);
