@@ -48,7 +48,12 @@ export function advisorySql(fenceTable: string) {
   return {
     schema: [`CREATE TABLE IF NOT EXISTS ${f} (key text PRIMARY KEY, fence bigint NOT NULL)`],
     bump: `INSERT INTO ${f} AS f (key, fence) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET fence = f.fence + 1 RETURNING fence::text AS fence`,
-    tryLock: `SELECT pg_try_advisory_lock($1::bigint) AS ok`,
+    // One round trip for the common case: try the lock and, only if granted, bump the fence. The CTE
+    // with the volatile call is materialized, so the lock is tried exactly once.
+    tryLockAndBump: `WITH attempt AS (SELECT pg_try_advisory_lock($1::bigint) AS ok),
+      bumped AS (INSERT INTO ${f} AS f (key, fence) SELECT $2, 1 FROM attempt WHERE ok
+        ON CONFLICT (key) DO UPDATE SET fence = f.fence + 1 RETURNING fence)
+      SELECT attempt.ok, (SELECT fence::text FROM bumped) AS fence FROM attempt`,
     lock: `SELECT pg_advisory_lock($1::bigint)`,
     unlock: `SELECT pg_advisory_unlock($1::bigint) AS ok`,
     // Is this session still holding the lock? The keepalive of a held session (renew).

@@ -56,14 +56,13 @@ export class AdvisoryBackend implements LockBackend {
     const id = advisoryLockId(request.key, this.options.namespace);
     let locked = false;
     try {
-      const result = await withDeadline(client.query<{ ok: boolean }>(this.sql.tryLock, [id.toString()]), this.deadlineMs);
+      const result = await withDeadline(client.query<{ ok: boolean; fence: string | null }>(this.sql.tryLockAndBump, [id.toString(), request.key]), this.deadlineMs);
       locked = result.rows[0]?.ok === true;
       if (!locked) {
         client.release();
         return { acquired: false };
       }
-      const fence = await withDeadline(client.query<{ fence: string }>(this.sql.bump, [request.key]), this.deadlineMs);
-      return { acquired: true, grant: this.hold(request, client, id, Number(fence.rows[0]?.fence)) };
+      return { acquired: true, grant: this.hold(request, client, id, Number(result.rows[0]?.fence)) };
     } catch (error) {
       // Unknown state (maybe locked): ending the session is the only way to be sure nothing stays held.
       client.release(true);
