@@ -1,5 +1,6 @@
 import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
 import { checkAll } from './check-all.js';
+import { GuaranteedDeletes } from './guaranteed-deletes.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
 import { ParentSweeper } from './parent-sweeper.js';
@@ -36,8 +37,8 @@ export class ZooKeeperBackend implements LockBackend {
   /** Queueing is the same create as a plain attempt: core need not try once before it queues. */
   readonly acquireQueuesAtOnce = true;
   private readonly session: ZooKeeperSession;
-  /** Nodes whose delete timed out; deleted on the next operation so nothing is left behind. */
-  private readonly abandoned = new Set<string>();
+  /** Nodes whose delete failed or is in doubt: deleted again in the background until gone. */
+  private readonly abandoned: GuaranteedDeletes;
   private readonly parents: ParentSweeper;
 
   constructor(
@@ -45,6 +46,7 @@ export class ZooKeeperBackend implements LockBackend {
     private readonly hooks: RecipeHooks = {},
   ) {
     this.session = new ZooKeeperSession(options, this.name);
+    this.abandoned = new GuaranteedDeletes(() => this.session.ready(Date.now() + options.operationTimeoutMs), options.operationTimeoutMs);
     this.parents = new ParentSweeper(options.parentCleanupDelayMs, (path) => this.removeIfEmpty(path));
   }
 
@@ -78,14 +80,21 @@ export class ZooKeeperBackend implements LockBackend {
   async release(grant: Grant): Promise<boolean> {
     this.session.untrack(grant.token);
     return this.guard('release', grant.key, async () => {
-      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key);
+      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key).catch((error: unknown) => {
+        // Not connected: the session (and our node) may well live on; delete it once we reconnect.
+        this.abandoned.add(grant.token);
+        throw error;
+      });
       let deleted = true;
       try {
         await remove(client, grant.token, Date.now() + this.options.operationTimeoutMs);
       } catch (error) {
         // NO_NODE: already gone (the session ended, or an earlier release's reply was lost).
         if (isNoNode(error)) deleted = false;
-        else throw error;
+        else {
+          this.abandoned.add(grant.token);
+          throw error;
+        }
       }
       await this.parents.schedule((grant as Partial<ZooKeeperGrant>).lockPath ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
       return deleted;
@@ -98,7 +107,7 @@ export class ZooKeeperBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
-    this.abandoned.clear();
+    this.abandoned.close();
     await this.parents.flush();
     await this.session.close();
   }
@@ -108,7 +117,7 @@ export class ZooKeeperBackend implements LockBackend {
       // Connecting has its own deadline (connectTimeoutMs), independent of how long we may wait for the lock.
       const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
       const sessionEnded = this.session.endedSignal;
-      await this.retryAbandoned();
+      await this.abandoned.retry();
       const run: RecipeRun = {
         client,
         lockPath: lockPath(this.options.basePath, request.key),
@@ -135,15 +144,6 @@ export class ZooKeeperBackend implements LockBackend {
     const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
     if (!client) return;
     await remove(client, path, Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
-  }
-
-  private async retryAbandoned(): Promise<void> {
-    if (this.abandoned.size === 0) return;
-    const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs);
-    for (const path of [...this.abandoned]) {
-      this.abandoned.delete(path);
-      await remove(client, path, Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
-    }
   }
 
   /** Every failure surfaces as a DeadboltError naming the key and the backend. */

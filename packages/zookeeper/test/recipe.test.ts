@@ -224,6 +224,25 @@ async function proxiedBackend(hooks?: Parameters<typeof createZooKeeperBackend>[
   return { backend: created, proxy };
 }
 
+describe('zookeeper release while disconnected (guaranteed delete, as Curator)', () => {
+  it('a release that cannot reach the server deletes the node once the session reconnects, not only when it expires', async () => {
+    const { backend: holderBackend, proxy } = await proxiedBackend();
+    const released = await grantOf(holderBackend, 'guaranteed', 'holder');
+    const kept = await grantOf(holderBackend, 'guaranteed-kept', 'holder');
+    const waiterBackend = backend();
+    const waiting = waiterBackend.acquire(request('guaranteed', 'waiter'), Date.now() + 20_000, new AbortController().signal);
+    proxy.cut();
+    await expect(holderBackend.release(released)).rejects.toBeInstanceOf(BackendUnavailableError);
+    proxy.heal(); // within the 4 s session timeout: the session survives the cut
+    const granted = await waiting;
+    expect(granted?.owner).toBe('waiter');
+    // The same session still holds its other lock: the node went by the retried delete, not by an expiry.
+    expect(await exists(raw, kept.token)).toBe(true);
+    await waiterBackend.release(granted!);
+    await holderBackend.release(kept);
+  });
+});
+
 describe('zookeeper session expiry', () => {
   it('a waiter whose session expires stops waiting at once with BackendUnavailableError', async () => {
     const holderBackend = backend();
