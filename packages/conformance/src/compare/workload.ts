@@ -23,6 +23,11 @@ export interface WorkerConfig {
   readonly until: number;
   /** Skew for this client's injected clock (redis getset), ms ahead. */
   readonly clockSkewMs?: number;
+  /**
+   * Renew the lease while holding (core turns renewal off when acquire names a ttl, so without this
+   * every hold is a fixed lease of ttlMs). For scenarios whose holds outlast the ttl.
+   */
+  readonly autoRenew?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -47,7 +52,10 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
     while (now() < cfg.until) {
       let lock;
       try {
-        lock = await client.acquire(cfg.key, { ttlMs: cfg.ttlMs, waitMs: Math.max(1, Math.floor(Math.min(cfg.waitMs, cfg.until - now()))) });
+        lock = await client.acquire(cfg.key, {
+          ttlMs: cfg.ttlMs, waitMs: Math.max(1, Math.floor(Math.min(cfg.waitMs, cfg.until - now()))),
+          ...(cfg.autoRenew !== undefined ? { autoRenew: cfg.autoRenew } : {}),
+        });
       } catch (error) {
         // Bad input is the harness's bug, not the backend's behaviour: fail loudly.
         if (error instanceof InvalidArgumentError) throw error;
