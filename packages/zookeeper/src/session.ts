@@ -1,6 +1,7 @@
 import { BackendUnavailableError, LockLostError, type Grant } from '@deadbolt/core';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
+import { Heartbeat } from './heartbeat.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 
 /** A held lock that must hear about the end of its session. */
@@ -24,6 +25,10 @@ const closeGraceMs = 1_000;
  *   lost at once (Curator's StandardConnectionStateErrorPolicy); with 'expired' (default) only if
  *   the client stays disconnected for a whole session timeout, by which time the server has expired
  *   the session (Curator 3's simulated expiration). A leader election thus keeps holders' locks.
+ * "A whole session timeout" counts from when the server last heard from us (a heartbeat's send
+ * time), so the loss is reported no later than the server can expire the session. A silent
+ * partition, which node-zookeeper-client never reports, counts as a disconnect after 2/3 of the
+ * session timeout without an answer (the Java client's read timeout).
  * After an expiry the client is dropped; the next operation opens a new session.
  */
 export class ZooKeeperSession {
@@ -32,6 +37,11 @@ export class ZooKeeperSession {
   private ended = new AbortController();
   private connected = false;
   private everConnected = false;
+  /** Date.now() at which the server last certainly heard from us (send time of an answered request). */
+  private lastHeardAt = 0;
+  /** Disconnected by our own silence detection while the client library still thinks it is connected. */
+  private silent = false;
+  private heartbeat: Heartbeat | undefined;
   private disconnectTimer: NodeJS.Timeout | undefined;
   private readonly held = new Map<string, Held>();
   private readonly waiters = new Set<() => void>();
@@ -85,10 +95,14 @@ export class ZooKeeperSession {
 
   track(grant: Grant, onLost: (grant: Grant, cause: Error) => void): void {
     this.held.set(grant.token, { grant, onLost });
+    // The grant's answer just came: the server heard from us a moment ago.
+    this.lastHeardAt = Math.max(this.lastHeardAt, Date.now());
+    this.heartbeat?.start();
   }
 
   untrack(token: string): void {
     this.held.delete(token);
+    if (this.held.size === 0) this.heartbeat?.stop();
   }
 
   async close(): Promise<void> {
@@ -111,6 +125,10 @@ export class ZooKeeperSession {
     this.ended = new AbortController();
     this.connected = false;
     this.everConnected = false;
+    this.silent = false;
+    this.heartbeat?.stop();
+    // Only while locks are held (track starts it): an idle client needs no liveness of its own.
+    this.heartbeat = new Heartbeat(client, Math.max(50, Math.floor(this.options.sessionTimeoutMs / 3)), (sentAt) => this.heard(client, sentAt), () => this.checkSilence(client));
     client.on('state', (state: State) => this.onState(client, state));
     client.connect();
     return client;
@@ -120,23 +138,9 @@ export class ZooKeeperSession {
     if (this.client !== client) return;
     const { State: States } = zookeeper;
     if (state === States.SYNC_CONNECTED || state === States.CONNECTED_READ_ONLY) {
-      this.connected = true;
-      this.everConnected = true;
-      clearTimeout(this.disconnectTimer);
-      this.disconnectTimer = undefined;
+      this.reconnected();
     } else if (state === States.DISCONNECTED) {
-      this.connected = false;
-      if (this.everConnected && this.options.lostOn === 'suspended') this.loseAll('the ZooKeeper connection was lost (SUSPENDED)');
-      if (this.everConnected && this.disconnectTimer === undefined) {
-        // The server expires a session sessionTimeout after it last heard from us, which was before now.
-        const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
-        this.disconnectTimer = setTimeout(() => {
-          this.disconnectTimer = undefined;
-          if (this.client !== client || this.connected) return;
-          this.loseAll(`disconnected from ZooKeeper for the whole session timeout (${timeoutMs} ms): the session has expired`);
-          this.drop(client);
-        }, timeoutMs);
-      }
+      this.suspend(client, 'the ZooKeeper connection was lost (SUSPENDED)');
     } else if (state === States.EXPIRED || state === States.AUTH_FAILED) {
       this.connected = false;
       this.loseAll(state === States.EXPIRED ? 'the ZooKeeper session expired' : 'ZooKeeper authentication failed');
@@ -145,14 +149,58 @@ export class ZooKeeperSession {
     for (const wake of [...this.waiters]) wake();
   }
 
+  private reconnected(): void {
+    this.connected = true;
+    this.everConnected = true;
+    this.silent = false;
+    this.lastHeardAt = Date.now();
+    clearTimeout(this.disconnectTimer);
+    this.disconnectTimer = undefined;
+  }
+
+  /** Curator's SUSPENDED: in doubt. Lost at once (lostOn 'suspended') or when the session must have expired. */
+  private suspend(client: Client, reason: string): void {
+    this.connected = false;
+    if (!this.everConnected) return;
+    if (this.options.lostOn === 'suspended') this.loseAll(reason);
+    if (this.disconnectTimer !== undefined) return;
+    const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
+    const heardAt = this.lastHeardAt > 0 ? this.lastHeardAt : Date.now();
+    this.disconnectTimer = setTimeout(() => {
+      this.disconnectTimer = undefined;
+      if (this.client !== client || this.connected) return;
+      this.loseAll(`no answer from ZooKeeper for the whole session timeout (${timeoutMs} ms): the session has expired`);
+      this.drop(client);
+    }, Math.max(0, heardAt + timeoutMs - Date.now()));
+  }
+
+  private heard(client: Client, sentAt: number): void {
+    if (this.client !== client) return;
+    this.lastHeardAt = Math.max(this.lastHeardAt, sentAt);
+    if (this.silent) {
+      this.reconnected();
+      for (const wake of [...this.waiters]) wake();
+    }
+  }
+
+  private checkSilence(client: Client): void {
+    if (this.client !== client || !this.connected || this.held.size === 0) return;
+    const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
+    if (Date.now() - this.lastHeardAt <= (timeoutMs * 2) / 3) return;
+    this.silent = true;
+    this.suspend(client, `no answer from ZooKeeper for 2/3 of the session timeout (${timeoutMs} ms): the connection is treated as lost (SUSPENDED)`);
+  }
+
   private loseAll(reason: string): void {
     const held = [...this.held.values()];
     this.held.clear();
+    this.heartbeat?.stop();
     for (const { grant, onLost } of held) onLost(grant, new LockLostError(reason, { key: grant.key, backend: this.backendName }));
   }
 
   private drop(client: Client): void {
     if (this.client === client) {
+      this.heartbeat?.stop();
       this.client = undefined;
       this.ended.abort(new Error('the ZooKeeper session ended'));
       this.connected = false;
@@ -167,6 +215,7 @@ export class ZooKeeperSession {
   /** close() sends closeSession (ephemeral nodes go at once); if that cannot finish, the socket is destroyed. */
   private async closeClient(client: Client): Promise<void> {
     if (this.client === client) {
+      this.heartbeat?.stop();
       this.client = undefined;
       this.ended.abort(new Error('the ZooKeeper session ended'));
     }

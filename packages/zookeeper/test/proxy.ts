@@ -10,14 +10,18 @@ export interface Proxy {
   cut(): void;
   /** Accepts connections again. */
   heal(): void;
+  /** A silent partition: nothing is forwarded either way, nothing is closed (no RST, no FIN). For good. */
+  stall(): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(host: string, port: number): Promise<Proxy> {
   const sockets = new Set<net.Socket>();
   let open = true;
+  let stalled = false;
   const server = net.createServer((client) => {
     if (!open) return void client.destroy();
+    if (stalled) return void client.pause();
     const upstream = net.connect(port, host);
     for (const socket of [client, upstream]) {
       sockets.add(socket);
@@ -37,6 +41,10 @@ export async function startProxy(host: string, port: number): Promise<Proxy> {
     },
     heal: () => {
       open = true;
+    },
+    stall: () => {
+      stalled = true;
+      for (const socket of sockets) socket.pause();
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -243,6 +243,31 @@ describe('zookeeper release while disconnected (guaranteed delete, as Curator)',
   });
 });
 
+describe('zookeeper silent partition (no RST, no FIN: node-zookeeper-client never reports it)', () => {
+  it('the holder is told it lost the lock before anyone else can be granted it', async () => {
+    const { backend: holderBackend, proxy } = await proxiedBackend();
+    const held = request('silent', 'holder');
+    expect((await holderBackend.tryAcquire(held)).acquired).toBe(true);
+    const waiterBackend = backend();
+    let grantedAt = 0;
+    const waiting = waiterBackend.acquire(request('silent', 'waiter'), Date.now() + 30_000, new AbortController().signal).then((grant) => {
+      grantedAt = Date.now();
+      return grant;
+    });
+    const stalledAt = Date.now();
+    proxy.stall();
+    const lost = await held.lostOnce;
+    const lostAt = Date.now();
+    expect(lost.cause.message).toMatch(/no answer from ZooKeeper/);
+    // Within the session timeout (4 s) of the last answer, plus a heartbeat period of slack.
+    expect(lostAt - stalledAt).toBeLessThan(4_000 + 1_500);
+    const granted = await waiting;
+    expect(granted?.owner).toBe('waiter');
+    expect(grantedAt).toBeGreaterThanOrEqual(lostAt);
+    await waiterBackend.release(granted!);
+  });
+});
+
 describe('zookeeper session expiry', () => {
   it('a waiter whose session expires stops waiting at once with BackendUnavailableError', async () => {
     const holderBackend = backend();

@@ -1,0 +1,46 @@
+import type { Client } from 'node-zookeeper-client';
+import { stat } from './operations.js';
+
+/**
+ * A request every `periodMs` (exists on "/": the cheapest read), so the session knows when the
+ * server last heard from it. node-zookeeper-client has no read timeout: behind a silent partition
+ * (no RST, no FIN) its socket stays "connected" forever and it never reports DISCONNECTED. The
+ * Java client treats 2/3 of the session timeout without a byte from the server as a disconnect;
+ * this gives the session the same signal. `onAnswer(sentAt)`: the server heard from us at sentAt
+ * at the latest, so it cannot expire the session before sentAt + sessionTimeout.
+ */
+export class Heartbeat {
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = false;
+
+  constructor(
+    private readonly client: Client,
+    private readonly periodMs: number,
+    private readonly onAnswer: (sentAt: number) => void,
+    private readonly afterBeat: () => void,
+  ) {}
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.beat(), this.periodMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async beat(): Promise<void> {
+    if (!this.inFlight) {
+      this.inFlight = true;
+      const sentAt = Date.now();
+      // Answered within the period, or not at all as far as liveness goes.
+      stat(this.client, '/', sentAt + this.periodMs).then(
+        () => this.onAnswer(sentAt),
+        () => undefined,
+      ).finally(() => { this.inFlight = false; });
+    }
+    this.afterBeat();
+  }
+}
