@@ -20,10 +20,6 @@ export class GuaranteedDeletes {
     private readonly operationTimeoutMs: number,
   ) {}
 
-  get size(): number {
-    return this.pending.size;
-  }
-
   add(path: string): void {
     if (this.closed) return;
     this.pending.add(path);

@@ -165,7 +165,9 @@ export class ZooKeeperSession {
     if (this.options.lostOn === 'suspended') this.loseAll(reason);
     if (this.disconnectTimer !== undefined) return;
     const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
-    const heardAt = this.lastHeardAt > 0 ? this.lastHeardAt : Date.now();
+    // lastHeardAt is kept fresh by the heartbeat only while locks are held; without any, a waiter's
+    // session keeps the old rule (a whole timeout from now) rather than be dropped on a stale time.
+    const heardAt = this.held.size > 0 && this.lastHeardAt > 0 ? this.lastHeardAt : Date.now();
     this.disconnectTimer = setTimeout(() => {
       this.disconnectTimer = undefined;
       if (this.client !== client || this.connected) return;
