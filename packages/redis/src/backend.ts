@@ -33,8 +33,6 @@ export class RedisBackend implements LockBackend {
   private readonly notifier: ReleaseNotifier | undefined;
   private readonly deadlineMs: number;
   private closing: Promise<void> | undefined;
-  /** When the last attempt on each key was sent (for waitForChange); bounded, see tryAcquire. */
-  private readonly attemptSentAt = new Map<string, number>();
   /** Operations the deadline gave up on (see tryAcquire). Weak: they are forgotten with the promise. */
   private readonly gaveUp = new WeakSet<Promise<unknown>>();
 
@@ -63,11 +61,8 @@ export class RedisBackend implements LockBackend {
           return subscriber;
         });
         this.notifier = notifier;
-        this.waitForChange = (key, maxWaitMs, signal) => {
-          const sentAt = this.attemptSentAt.get(key);
-          this.attemptSentAt.delete(key);
-          return notifier.wait(releaseChannel(key), maxWaitMs, signal, () => this.stillHeld(connection, key), sentAt);
-        };
+        this.waitForChange = (key, maxWaitMs, signal) =>
+          notifier.wait(releaseChannel(key), maxWaitMs, signal, () => this.stillHeld(connection, key));
       } else {
         this.notifier = undefined;
       }
@@ -89,18 +84,11 @@ export class RedisBackend implements LockBackend {
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    if (this.notifier) {
-      // Only a hint for the next wait on this key: a full map is dropped (waits then ask the server).
-      if (this.attemptSentAt.size >= 10_000) this.attemptSentAt.clear();
-      // The earliest pending attempt wins: a wait that assumes too early an attempt only wakes spuriously.
-      this.attemptSentAt.set(request.key, Math.min(this.attemptSentAt.get(request.key) ?? Number.POSITIVE_INFINITY, Date.now()));
-    }
     return this.run('acquire', request.key, () => {
       const attempt = this.mode.tryAcquire(request);
       // If the safety-net deadline gives up first, a grant that lands later must not stay behind.
       attempt.then(
         (result) => {
-          if (result.acquired) this.attemptSentAt.delete(request.key);
           if (result.acquired && this.gaveUp.has(attempt)) void this.mode.release(result.grant).catch(() => undefined);
         },
         () => undefined,

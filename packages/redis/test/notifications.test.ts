@@ -81,36 +81,3 @@ describe.each(['setnx', 'hash-reentrant'] as const)('redis %s release notificati
     }
   });
 });
-
-/** How many times the server ran `command` (INFO commandstats), to see what a wait cost. */
-async function calls(raw: ReturnType<Opened['raw']>, command: string): Promise<number> {
-  const stats = await raw.info('commandstats');
-  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
-}
-
-describe.each(['setnx', 'hash-reentrant'] as const)('redis %s: a channel stays subscribed between waits', (mode) => {
-  it('a second wait on the same key costs no SUBSCRIBE and no EXISTS, and a release it missed still wakes it at once', async () => {
-    const holder = opened.backend(server.url, { mode });
-    const waiter = opened.backend(server.url, { mode });
-    const raw = opened.raw(server.url);
-    const key = `kept:${mode}`;
-    let grant = await grantOf(holder, request(key, 30_000, 'holder'));
-    expect((await waiter.tryAcquire(request(key, 30_000, 'waiter'))).acquired).toBe(false);
-    const first = waiter.waitForChange!(key, 20_000, new AbortController().signal);
-    await untilSubscribers(raw, releaseChannel(key), 1);
-    await holder.release(grant);
-    await first;
-
-    grant = await grantOf(holder, request(key, 30_000, 'holder'));
-    expect((await waiter.tryAcquire(request(key, 30_000, 'waiter'))).acquired).toBe(false);
-    // The release lands between the failed attempt and the wait: the message must not be lost.
-    await holder.release(grant);
-    // Counted after the scripts (which may call EXISTS themselves): only the wait's own commands count.
-    const before = { subscribe: await calls(raw, 'subscribe'), exists: await calls(raw, 'exists') };
-    const { ms, error } = await timed(waiter.waitForChange!(key, 20_000, new AbortController().signal));
-    expect(error).toBeUndefined();
-    expect(ms).toBeLessThan(1_500);
-    expect(await calls(raw, 'subscribe')).toBe(before.subscribe);
-    expect(await calls(raw, 'exists')).toBe(before.exists);
-  });
-});
