@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AcquireRequest, AttemptResult, Capabilities, Grant, LockBackend } from '@deadbolt/core';
+import type { AcquireRequest, AttemptResult, Capabilities, Grant, LockBackend } from '@deadbolt/core/adapter';
 import memjs from 'memjs';
 import { withDeadline } from './deadline.js';
 import { expirySeconds } from './expiry.js';

@@ -1,4 +1,4 @@
-import { BackendUnavailableError, withDeadline as raceDeadline } from '@deadbolt/core';
+import { BackendUnavailableError, withDeadline as raceDeadline } from '@deadbolt/core/adapter';
 
 /**
  * Runs one operation against a deadline. memjs has its own socket timeout, but a connect that hangs

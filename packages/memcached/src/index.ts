@@ -1,4 +1,4 @@
-import { registerBackend, type BackendFactory } from '@deadbolt/core';
+import { registerBackend, type BackendFactory } from '@deadbolt/core/adapter';
 import { MemcachedBackend } from './backend.js';
 import { resolveMemcachedOptions, type MemcachedBackendOptions } from './options.js';
 

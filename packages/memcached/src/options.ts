@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@deadbolt/core';
+import { InvalidArgumentError } from '@deadbolt/core/adapter';
 import type { Client } from 'memjs';
 
 export interface MemcachedServerAddress {

@@ -1,4 +1,4 @@
-import type { LockBackend } from '@deadbolt/core';
+import type { LockBackend } from '@deadbolt/core/adapter';
 import { AdvisoryBackend } from './modes/advisory.js';
 import { LeaseBackend } from './modes/lease.js';
 import type { ResolvedPostgresOptions } from './options.js';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DeadlineExceededError, withDeadline } from '@deadbolt/core';
+import { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
 import type { ResolvedPostgresOptions } from './options.js';
 
 /** Connection settings shared by the pool and dedicated sessions: bounded connect and statements. */

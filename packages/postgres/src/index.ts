@@ -1,4 +1,4 @@
-import { registerBackend, type BackendFactory, type LockBackend } from '@deadbolt/core';
+import { registerBackend, type BackendFactory, type LockBackend } from '@deadbolt/core/adapter';
 import { createPostgresBackendFromOptions } from './backend.js';
 import { resolvePostgresOptions, type PostgresBackendOptions } from './options.js';
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { withDeadline } from '@deadbolt/core';
+import { withDeadline } from '@deadbolt/core/adapter';
 import { endClient } from './connect.js';
 
 interface Waiter {

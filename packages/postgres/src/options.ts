@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@deadbolt/core';
+import { InvalidArgumentError } from '@deadbolt/core/adapter';
 
 /** 'advisory': session-level pg_advisory_lock on a dedicated connection. 'lease': a row with a server-clock expiry. */
 export type PostgresMode = 'advisory' | 'lease';

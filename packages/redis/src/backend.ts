@@ -1,4 +1,4 @@
-import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 import { closeConnection, openCommandConnection, openMasters } from './connections.js';
 import { DeadlineExceededError, withDeadline } from './deadline.js';

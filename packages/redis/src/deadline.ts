@@ -1,1 +1,1 @@
-export { DeadlineExceededError, withDeadline } from '@deadbolt/core';
+export { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';

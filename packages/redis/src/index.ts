@@ -1,4 +1,4 @@
-import { registerBackend, type BackendFactory } from '@deadbolt/core';
+import { registerBackend, type BackendFactory } from '@deadbolt/core/adapter';
 import { RedisBackend } from './backend.js';
 import { resolveRedisOptions, type RedisBackendOptions } from './options.js';
 

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@deadbolt/core';
+import { InvalidArgumentError } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 
 /** The four lock algorithms this package implements (one file each under modes/). */

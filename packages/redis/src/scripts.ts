@@ -1,37 +1,22 @@
-import { existsSync, readFileSync } from 'node:fs';
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import * as lua from './lua.js';
 
-/** Script name -> number of KEYS it takes. The Lua sources live beside this file in scripts/. */
-const scriptKeyCounts = {
-  'setnx-acquire': 2,
-  'set-nx-px': 1,
-  'compare-delete': 1,
-  'compare-pexpire': 1,
-  'hash-acquire': 2,
-  'hash-release': 1,
-  'hash-renew': 1,
-  'getset-acquire': 1,
-  'getset-release': 1,
-  'getset-renew': 1,
+/** Script name -> its Lua source and the number of KEYS it takes. */
+const scripts = {
+  'setnx-acquire': { keys: 2, lua: lua.setnxAcquireLua },
+  'set-nx-px': { keys: 1, lua: lua.setNxPxLua },
+  'compare-delete': { keys: 1, lua: lua.compareDeleteLua },
+  'compare-pexpire': { keys: 1, lua: lua.comparePexpireLua },
+  'hash-acquire': { keys: 2, lua: lua.hashAcquireLua },
+  'hash-release': { keys: 1, lua: lua.hashReleaseLua },
+  'hash-renew': { keys: 1, lua: lua.hashRenewLua },
+  'getset-acquire': { keys: 1, lua: lua.getsetAcquireLua },
+  'getset-release': { keys: 1, lua: lua.getsetReleaseLua },
+  'getset-renew': { keys: 1, lua: lua.getsetRenewLua },
 } as const;
 
-export type ScriptName = keyof typeof scriptKeyCounts;
+export type ScriptName = keyof typeof scripts;
 export type ScriptArgument = string | number;
-
-/**
- * Reads a script once, at import. From src/ the file is at ./scripts/; from dist/ it is found in the
- * published src/ tree (the package ships both), so no build step has to copy .lua files.
- */
-function readScript(name: ScriptName): string {
-  const candidates = [new URL(`./scripts/${name}.lua`, import.meta.url), new URL(`../src/scripts/${name}.lua`, import.meta.url)];
-  const found = candidates.find((candidate) => existsSync(candidate));
-  if (!found) throw new Error(`@deadbolt/redis: script ${name}.lua is missing from the package`);
-  return readFileSync(found, 'utf8');
-}
-
-const sources: Readonly<Record<ScriptName, string>> = Object.freeze(
-  Object.fromEntries((Object.keys(scriptKeyCounts) as ScriptName[]).map((name) => [name, readScript(name)])) as Record<ScriptName, string>,
-);
 
 /** The ioredis command name a script is defined under (prefixed: the connection may be the user's). */
 function commandName(name: ScriptName): string {
@@ -49,8 +34,8 @@ const defined = new WeakSet<Redis | Cluster>();
  */
 export function defineScripts(connection: Redis | Cluster): void {
   if (defined.has(connection)) return;
-  for (const name of Object.keys(scriptKeyCounts) as ScriptName[]) {
-    connection.defineCommand(commandName(name), { numberOfKeys: scriptKeyCounts[name], lua: sources[name] });
+  for (const name of Object.keys(scripts) as ScriptName[]) {
+    connection.defineCommand(commandName(name), { numberOfKeys: scripts[name].keys, lua: scripts[name].lua });
   }
   defined.add(connection);
 }

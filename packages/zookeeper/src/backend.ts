@@ -1,4 +1,4 @@
-import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import { checkAll } from './check-all.js';
 import { GuaranteedDeletes } from './guaranteed-deletes.js';
 import { lockPath } from './naming.js';

@@ -1,4 +1,4 @@
-import { registerBackend, type BackendFactory } from '@deadbolt/core';
+import { registerBackend, type BackendFactory } from '@deadbolt/core/adapter';
 import { ZooKeeperBackend } from './backend.js';
 import { resolveZooKeeperOptions, type ZooKeeperBackendOptions } from './options.js';
 import type { RecipeHooks } from './recipe.js';

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@deadbolt/core';
+import { InvalidArgumentError } from '@deadbolt/core/adapter';
 
 /**
  * When a held lock is reported lost. ZooKeeper itself only ends a lock when the session EXPIRES; a

@@ -1,4 +1,4 @@
-import { BackendUnavailableError, LockLostError, type Grant } from '@deadbolt/core';
+import { BackendUnavailableError, LockLostError, type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
 import { Heartbeat } from './heartbeat.js';

@@ -1,4 +1,4 @@
-import { BackendUnavailableError, DeadboltError, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core';
+import { BackendUnavailableError, DeadboltError, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { clientConfig, isAlreadyExists } from '../connect.js';
 import { advisoryLockId, advisoryLockParts } from '../key-hash.js';

@@ -1,4 +1,4 @@
-import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core';
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import type { RedisMode } from '../options.js';
 
 /**

@@ -2,7 +2,7 @@ import { startProxy, type TcpProxy } from '../proxy.js';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { requireAdapter, row, servers, sleep, type Scenario } from '../scenario-kit.js';
-import type { RedisPrimaryReplica } from '../../servers/index.js';
+import type { RedisPrimaryReplica } from '@deadbolt/conformance/servers';
 
 /**
  * Failover of a primary whose replica had not yet received the lock (Redis replication is

@@ -1,4 +1,4 @@
-import type { LockClient } from '../types.js';
+import type { LockClient } from '@deadbolt/core';
 import type { StockRegister } from './register.js';
 
 export interface OversellRun {

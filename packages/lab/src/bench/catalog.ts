@@ -1,4 +1,4 @@
-import type { ServerHandle } from '../servers/index.js';
+import type { ServerHandle } from '@deadbolt/conformance/servers';
 import { openDeadbolt } from './deadbolt.js';
 import { openNodeRedlock, openRedisSemaphore } from './raw/peers.js';
 import { openRawMemcached } from './raw/memcached.js';

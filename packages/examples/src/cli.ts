@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createLockClient } from '../index.js';
+import { createLockClient } from '@deadbolt/core';
 import { runOrders, summarize, type OversellRun } from './oversell.js';
 import { ProgressBar } from './progress.js';
 import { FileRegister, MemoryRegister, type StockRegister } from './register.js';

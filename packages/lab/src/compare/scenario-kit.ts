@@ -47,8 +47,8 @@ export async function requireAdapter(pkg: string): Promise<void> {
 }
 
 /** The server fixtures, loaded only when a scenario runs (they pull in testcontainers). */
-export async function servers(): Promise<typeof import('../servers/index.js')> {
-  return import('../servers/index.js');
+export async function servers(): Promise<typeof import('@deadbolt/conformance/servers')> {
+  return import('@deadbolt/conformance/servers');
 }
 
 /** Checks a history and states whether it matched the prediction `ok`. */

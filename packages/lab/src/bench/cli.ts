@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { startMemcached, startPostgres, startRedis, startZooKeeper, type ServerHandle } from '../servers/index.js';
+import { startMemcached, startPostgres, startRedis, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
 import { backendPlans, type BackendPlan } from './catalog.js';
 import { addRatios, describeMachine, renderTable, writeResults } from './report.js';
 import { runScale } from './scale.js';

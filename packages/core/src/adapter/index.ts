@@ -1,0 +1,20 @@
+/**
+ * `@deadbolt/core/adapter`: everything an adapter author needs and a user does not. The contract a
+ * backend implements, the scheme registry, and the shared adapter kit (deadlines, URL parsing),
+ * so that every adapter maps errors, bounds calls and reads URLs the same way.
+ */
+export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
+export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
+export { DeadlineExceededError, withDeadline } from '../deadline.js';
+export { parseBackendUrl, redactUrl } from '../url.js';
+export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from '../backoff.js';
+export {
+  BackendUnavailableError,
+  ClientClosedError,
+  DeadboltError,
+  InvalidArgumentError,
+  LockLostError,
+  LockReleasedError,
+  LockTimeoutError,
+  type ErrorContext,
+} from '../errors.js';

@@ -1,0 +1,162 @@
+/**
+ * The Lua sources, compiled into the JavaScript so a bundled app (esbuild, serverless) needs no file
+ * from the package at run time. One constant per script; the .lua text is kept verbatim.
+ */
+
+export const compareDeleteLua = `-- Release: delete the key only if it still holds our token (the compare-and-delete of the Redis
+-- docs' "Distributed locks" page and seed 004), never GET-then-DEL from the client, which races
+-- (seed 000's flaw). Then announce the release so waiters wake at once.
+-- KEYS[1] lock key; ARGV[1] token, ARGV[2] channel to publish on ('' = none)
+-- returns 1 when deleted, 0 when the key was not ours (expired, or another owner's)
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  if ARGV[2] ~= '' then
+    redis.call('PUBLISH', ARGV[2], 'released')
+  end
+  return 1
+end
+return 0
+`;
+
+export const comparePexpireLua = `-- Renew: extend the lease only if the key still holds our token (compare-and-pexpire).
+-- KEYS[1] lock key; ARGV[1] token, ARGV[2] ttl in ms
+-- returns 1 when extended, 0 when the key was not ours
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`;
+
+export const getsetAcquireLua = `-- getset mode, acquire (seed 003): the legacy lock for servers without SET NX PX. The value is
+-- "<expiresAt>:<token>", expiresAt in the CLIENT's epoch ms: whose clock runs ahead can take a lock
+-- that has not expired yet (capabilities.clock = 'client'). The seed's steps, in one script:
+-- SETNX; on failure GET the stored expiry; if it is past (by the caller's clock) GETSET a new value
+-- and win only if the old value returned is the one we judged expired. The token beside the expiry
+-- is our addition: it lets release and renew recognise their own lock.
+-- The PEXPIRE is only garbage collection for abandoned keys, set well after the stored expiry.
+-- KEYS[1] lock key
+-- ARGV[1] new value "<expiresAt>:<token>", ARGV[2] now (caller's clock, ms), ARGV[3] gc ttl in ms
+-- returns {1, 0} when acquired, {0, ms until the stored expiry} when held
+if redis.call('SETNX', KEYS[1], ARGV[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {1, 0}
+end
+local old = redis.call('GET', KEYS[1])
+local oldExpiry = tonumber(string.match(old or '', '^(%d+):'))
+local now = tonumber(ARGV[2])
+if oldExpiry == nil then
+  -- Not a value this algorithm wrote: treat it as held for as long as the server keeps it.
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+if oldExpiry < now then
+  local previous = redis.call('GETSET', KEYS[1], ARGV[1])
+  if previous == old then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return {1, 0}
+  end
+end
+return {0, oldExpiry - now}
+`;
+
+export const getsetReleaseLua = `-- getset mode, release (seed 003 plus an owner check, atomically): delete only our own value.
+-- The seed deletes only while "now < expiresAt"; past that another client may already hold it, so
+-- the token decides what is ours, and the answer says whether our lease was still valid.
+-- KEYS[1] lock key; ARGV[1] token, ARGV[2] now (caller's clock, ms)
+-- returns 1 when our valid lock was deleted, 0 when it was not ours (or had expired by our clock)
+local value = redis.call('GET', KEYS[1])
+if not value then
+  return 0
+end
+local expiry, token = string.match(value, '^(%d+):(.*)$')
+if token ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+if tonumber(expiry) < tonumber(ARGV[2]) then
+  return 0
+end
+return 1
+`;
+
+export const getsetRenewLua = `-- getset mode, renew: write a later expiry only if the value is still ours and not yet expired
+-- by the caller's clock (once expired, another client may take it over at any moment).
+-- KEYS[1] lock key; ARGV[1] token, ARGV[2] now (caller's clock, ms), ARGV[3] new value, ARGV[4] gc ttl in ms
+-- returns 1 when extended, 0 when not ours or expired
+local value = redis.call('GET', KEYS[1])
+if not value then
+  return 0
+end
+local expiry, token = string.match(value, '^(%d+):(.*)$')
+if token ~= ARGV[1] or tonumber(expiry) < tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+return 1
+`;
+
+export const hashAcquireLua = `-- hash-reentrant mode, acquire or re-enter (seed 001, Redisson's RedissonLock.tryLockInnerAsync):
+-- the lock is a hash, field = owner id, value = hold count. A first hold also INCRs the key's
+-- fencing counter; a re-entry returns the current fence (the same holder, the same token).
+-- KEYS[1] lock hash, KEYS[2] fencing counter (same hash slot)
+-- ARGV[1] ttl in ms, ARGV[2] owner id
+-- returns {1, fence} when held (first hold or re-entry), {0, pttl} when another owner holds it
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {1, redis.call('INCR', KEYS[2])}
+end
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+export const hashReleaseLua = `-- hash-reentrant mode, release one hold (seed 001, Redisson's unlockInnerAsync): decrement the
+-- owner's count; at zero delete the hash and publish on the lock's channel so waiters wake.
+-- KEYS[1] lock hash; ARGV[1] owner id, ARGV[2] channel
+-- returns 1 when a hold was released (2 when it was the last), 0 when the owner held nothing
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
+  return 1
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], 'released')
+return 2
+`;
+
+export const hashRenewLua = `-- hash-reentrant mode, renew (seed 001, Redisson's watchdog renewExpirationAsync): extend the
+-- lease only while the owner still holds the hash.
+-- KEYS[1] lock hash; ARGV[1] owner id, ARGV[2] ttl in ms
+-- returns 1 when extended, 0 when the owner holds nothing
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`;
+
+export const setNxPxLua = `-- redlock mode, acquire on one master (seed 004): SET key token NX PX ttl. No fencing counter:
+-- independent masters cannot give one order. On failure, answer the holder's PTTL.
+-- KEYS[1] lock key; ARGV[1] random token, ARGV[2] ttl in ms
+-- returns {1, 0} when acquired, {0, pttl} when held by someone else
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, 0}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+export const setnxAcquireLua = `-- setnx mode, acquire (seeds 000 and 004): SET key token NX PX ttl, and in the same atomic step
+-- INCR the key's fencing counter, so tokens strictly increase per key across holders
+-- (Kleppmann, "How to do distributed locking"). On failure, answer the holder's PTTL so the waiter
+-- knows how long it may have to wait at most.
+-- KEYS[1] lock key, KEYS[2] fencing counter (same hash slot)
+-- ARGV[1] random token, ARGV[2] ttl in ms
+-- returns {1, fence} when acquired, {0, pttl} when held by someone else
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('INCR', KEYS[2])}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
