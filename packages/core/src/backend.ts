@@ -22,6 +22,16 @@ export interface Capabilities {
   readonly minTtlMs: number;
   /** The longest key, in UTF-8 bytes, after the client's prefix is applied. */
   readonly maxKeyBytes: number;
+  /** Waiters are granted the lock in arrival order by the server (a queue), with no barging. Absent: false. */
+  readonly fair?: boolean;
+  /** Read-write locks (`client.readWriteLock`). Absent: false. */
+  readonly readWrite?: boolean;
+  /** Counting semaphores (`client.semaphore`). Absent: false. */
+  readonly semaphore?: boolean;
+  /** Multi-key locks (`client.acquireAll`): 'atomic' in one server step, 'ordered' in a global key order. Absent: 'ordered' through core. */
+  readonly multi?: 'atomic' | 'ordered' | 'none';
+  /** Leader election (`client.elect`) with a strictly increasing term. Absent: false. */
+  readonly election?: boolean;
 }
 
 /** One attempt to take a lock, as core hands it to a backend. Already validated. */
