@@ -1,5 +1,6 @@
 // Test-only broken backends: the suite must catch each one (issue 3, "Done when").
-import { createLockClient, LockLostError, MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type AttemptResult, type Grant } from '@deadbolt/core';
+import { createLockClient, LockLostError } from '@deadbolt/core';
+import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type AttemptResult, type Grant } from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import { mutualExclusion, nonOwnerRelease, runCase, type ConformanceCase } from '../src/index.js';
 

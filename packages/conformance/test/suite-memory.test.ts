@@ -1,4 +1,5 @@
-import { createLockClient, memoryCapabilities } from '@deadbolt/core';
+import { createLockClient } from '@deadbolt/core';
+import { memoryCapabilities } from '@deadbolt/core/adapter';
 import { describeLockConformance } from '../src/index.js';
 
 describeLockConformance({

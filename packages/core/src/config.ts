@@ -1,7 +1,6 @@
-import type { DependencyContainer } from 'tsyringe';
 import type { LockBackend } from './backend.js';
 import { InvalidArgumentError } from './errors.js';
-import { backendContainer, findBackendFactory, knownBackendPackages, registeredSchemes } from './registry.js';
+import { findBackendFactory, knownBackendPackages, registeredSchemes } from './registry.js';
 import type { LockClientConfig, LockClientOptions, LockDefaults } from './types.js';
 import { parseBackendUrl, redactUrl } from './url.js';
 import { maxDurationMs, validateAcquireOptions } from './validation.js';
@@ -18,7 +17,7 @@ export interface ResolvedConfig {
   readonly backend: LockBackend | Promise<LockBackend>;
 }
 
-const optionNames: ReadonlySet<string> = new Set(['url', 'backend', 'options', 'prefix', 'defaults', 'container']);
+const optionNames: ReadonlySet<string> = new Set(['url', 'backend', 'options', 'prefix', 'defaults']);
 
 /** Turns any accepted configuration into a backend (or its loading promise). Throws before any I/O. */
 export function resolveConfig(config: LockClientConfig | undefined): ResolvedConfig {
@@ -36,9 +35,8 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
     throw new InvalidArgumentError('config', 'give a url (e.g. "redis://127.0.0.1:6379") or a backend name');
   }
   const prefix = options.prefix ?? (url?.searchParams.has('prefix') ? (url.searchParams.get('prefix') ?? '') : undefined);
-  const container = options.container ?? backendContainer;
   const backendConfig = { ...(url ? { url, urlText: options.url } : {}), options: options.options ?? {} };
-  const factory = findBackendFactory(scheme, container);
+  const factory = findBackendFactory(scheme);
   if (factory) return { scheme, prefix, defaults, backend: factory(backendConfig) };
 
   const packageName = knownBackendPackages[scheme];
@@ -50,7 +48,7 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
   // The adapter registers itself when its package is imported: load it on first use.
   const backend = import(packageName).then(
     () => {
-      const loaded = findBackendFactory(scheme, container);
+      const loaded = findBackendFactory(scheme);
       if (!loaded) throw new InvalidArgumentError('backend', `${packageName} loaded but did not register the "${scheme}" scheme`);
       return loaded(backendConfig);
     },

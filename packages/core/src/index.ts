@@ -1,4 +1,7 @@
-import 'reflect-metadata';
+/**
+ * `@deadbolt/core`: the user API. What an adapter author needs (the backend contract, the scheme
+ * registry, the adapter kit, the memory backend's parts) lives in `@deadbolt/core/adapter`.
+ */
 import { DeadboltClient } from './client.js';
 import { memoryBackendFactory } from './memory/backend.js';
 import { registerBackend } from './registry.js';
@@ -15,7 +18,7 @@ export function createLockClient(config?: LockClientConfig): LockClient {
   return new DeadboltClient(config);
 }
 
-export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from './backend.js';
+export type { Capabilities, LockBackend } from './backend.js';
 export {
   BackendUnavailableError,
   ClientClosedError,
@@ -27,11 +30,7 @@ export {
   type ErrorContext,
 } from './errors.js';
 export type { AcquireOptions, Lock, LockClient, LockClientConfig, LockClientOptions, LockDefaults, LockEvents } from './types.js';
-export { backendContainer, findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from './registry.js';
-export { createMemoryBackend, MemoryBackend, memoryCapabilities } from './memory/backend.js';
-export { MemoryStore, memoryStore } from './memory/store.js';
-export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from './backoff.js';
+export { createMemoryBackend } from './memory/backend.js';
 export { defaultLockDefaults } from './config.js';
-export { redactUrl, parseBackendUrl } from './url.js';
 export { inOwnerFlow } from './owner.js';
-export { DeadlineExceededError, withDeadline } from './deadline.js';
+export { lockClientToken } from './token.js';

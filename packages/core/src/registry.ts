@@ -1,13 +1,10 @@
-import 'reflect-metadata';
-import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { BackendFactory } from './backend.js';
 
 /**
- * Backend factories live in a tsyringe container under the token `deadbolt:backend:<scheme>`.
- * Deadbolt uses its own child of the root container so registrations never collide with an
- * application's, yet an application can pass its own container (config.container) to override them.
+ * Backend factories by URL scheme: a plain Map. Dependency injection is the application's choice,
+ * not the registry's (see `@deadbolt/core/tsyringe` for a container recipe).
  */
-export const backendContainer: DependencyContainer = rootContainer.createChildContainer();
+const factories = new Map<string, BackendFactory>();
 
 /** Schemes Deadbolt knows a package for, so a missing install gets a precise message and a lazy import. */
 export const knownBackendPackages: Readonly<Record<string, string>> = Object.freeze({
@@ -19,25 +16,20 @@ export const knownBackendPackages: Readonly<Record<string, string>> = Object.fre
   zookeeper: '@deadbolt/zookeeper',
 });
 
-const registered = new Set<string>();
-
-function tokenFor(scheme: string): string {
-  return `deadbolt:backend:${scheme}`;
+function normalize(scheme: string): string {
+  return scheme.toLowerCase().replace(/:$/, '');
 }
 
-/** Makes a backend usable by URL (`<scheme>://...`) and by name (`{ backend: scheme }`). */
-export function registerBackend(scheme: string, factory: BackendFactory, container: DependencyContainer = backendContainer): void {
-  const normalized = scheme.toLowerCase().replace(/:$/, '');
-  container.register<BackendFactory>(tokenFor(normalized), { useValue: factory });
-  registered.add(normalized);
+/** Makes a backend usable by URL (`<scheme>://...`) and by name (`{ backend: scheme }`). A later registration replaces an earlier one. */
+export function registerBackend(scheme: string, factory: BackendFactory): void {
+  factories.set(normalize(scheme), factory);
 }
 
-export function findBackendFactory(scheme: string, container: DependencyContainer = backendContainer): BackendFactory | undefined {
-  const token = tokenFor(scheme);
-  return container.isRegistered(token, true) ? container.resolve<BackendFactory>(token) : undefined;
+export function findBackendFactory(scheme: string): BackendFactory | undefined {
+  return factories.get(normalize(scheme));
 }
 
 /** Registered schemes, for error messages. */
 export function registeredSchemes(): string[] {
-  return [...registered].sort();
+  return [...factories.keys()].sort();
 }

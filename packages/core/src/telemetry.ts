@@ -1,10 +1,11 @@
 import { metrics, trace, SpanStatusCode, type Meter, type MeterProvider, type Span } from '@opentelemetry/api';
+import { coreVersion } from './version.js';
 
 /**
  * OpenTelemetry through the API package only: a no-op until the application installs an SDK, so
  * Deadbolt never chooses an exporter for anyone.
  */
-const tracer = trace.getTracer('@deadbolt/core');
+const tracer = trace.getTracer('@deadbolt/core', coreVersion);
 
 function createInstruments(meter: Meter) {
   return {
@@ -26,7 +27,7 @@ let current: { provider: MeterProvider; instruments: Instruments } | undefined;
  */
 function instrumentsNow(): Instruments {
   const provider = metrics.getMeterProvider();
-  if (current?.provider !== provider) current = { provider, instruments: createInstruments(provider.getMeter('@deadbolt/core')) };
+  if (current?.provider !== provider) current = { provider, instruments: createInstruments(provider.getMeter('@deadbolt/core', coreVersion)) };
   return current.instruments;
 }
 
@@ -48,13 +49,15 @@ export const instruments: Instruments = {
   },
 };
 
-/** Runs `fn` inside a span named `deadbolt.<operation>`; records the error and status. */
+/**
+ * Runs `fn` inside a span named `deadbolt.<operation>`. A failure sets ERROR and records the
+ * exception; success leaves the status unset, as the OpenTelemetry spec asks of instrumentation
+ * libraries (OK is the application's call).
+ */
 export async function traced<T>(operation: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
   return tracer.startActiveSpan(`deadbolt.${operation}`, { attributes }, async (span) => {
     try {
-      const result = await fn(span);
-      span.setStatus({ code: SpanStatusCode.OK });
-      return result;
+      return await fn(span);
     } catch (error) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       if (error instanceof Error) span.recordException(error);

@@ -1,4 +1,3 @@
-import type { DependencyContainer } from 'tsyringe';
 import type { Capabilities, LockBackend } from './backend.js';
 
 /** Options of one acquire / tryAcquire / withLock call. Unknown keys are rejected. */
@@ -76,8 +75,6 @@ export interface LockClientOptions {
   readonly prefix?: string;
   /** Defaults for acquire options. */
   readonly defaults?: Partial<LockDefaults>;
-  /** Where backend factories are looked up; default: Deadbolt's own child of tsyringe's root container. */
-  readonly container?: DependencyContainer;
 }
 
 export type LockClientConfig = string | LockClientOptions;

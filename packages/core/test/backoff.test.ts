@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { backoffDelayMs, createLockClient, defaultBackoff, type Lock, type LockClient } from '../src/index.js';
+import { backoffDelayMs, defaultBackoff } from '../src/adapter/index.js';
+import { createLockClient, type Lock, type LockClient } from '../src/index.js';
 import { SpyBackend, uniqueName } from './helpers.js';
 
 describe('backoffDelayMs: capped exponential backoff with equal jitter', () => {

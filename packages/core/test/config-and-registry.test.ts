@@ -1,10 +1,6 @@
-import 'reflect-metadata';
-import { container as rootContainer } from 'tsyringe';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
-  createLockClient,
   createMemoryBackend,
-  InvalidArgumentError,
   knownBackendPackages,
   memoryCapabilities,
   memoryStore,
@@ -12,7 +8,8 @@ import {
   registeredSchemes,
   type BackendConfig,
   type LockBackend,
-} from '../src/index.js';
+} from '../src/adapter/index.js';
+import { createLockClient, InvalidArgumentError } from '../src/index.js';
 import { freshMemory, uniqueName } from './helpers.js';
 
 afterEach(() => {
@@ -191,27 +188,12 @@ describe('the backend registry', () => {
     await client.close();
   });
 
-  it('resolves factories from the container given in the config, and only from it', async () => {
-    const fresh = rootContainer.createChildContainer();
-    // Deadbolt's own registrations (memory) are not in a fresh container.
-    expect(() => createLockClient({ url: 'memory://', container: fresh })).toThrow(/unknown scheme "memory"/);
-    const storeName = uniqueName('container');
-    registerBackend('private-mem', () => createMemoryBackend(storeName), fresh);
-    const client = createLockClient({ url: 'private-mem://', container: fresh });
-    await client.acquire('k');
-    expect(memoryStore(storeName).size).toBe(1);
-    await client.close();
-    // ...and not in the default container.
-    expect(() => createLockClient('private-mem://')).toThrow(InvalidArgumentError);
-  });
-
-  it('a later registration of the same scheme in a given container overrides', async () => {
-    const scoped = rootContainer.createChildContainer();
+  it('a later registration of the same scheme overrides', async () => {
     const first = uniqueName('first');
     const second = uniqueName('second');
-    registerBackend('swap', () => createMemoryBackend(first), scoped);
-    registerBackend('swap', () => createMemoryBackend(second), scoped);
-    const client = createLockClient({ url: 'swap://', container: scoped });
+    registerBackend('swap', () => createMemoryBackend(first));
+    registerBackend('swap', () => createMemoryBackend(second));
+    const client = createLockClient('swap://');
     await client.acquire('k');
     expect(memoryStore(first).size).toBe(0);
     expect(memoryStore(second).size).toBe(1);
@@ -227,6 +209,8 @@ describe('bad configuration is rejected before any I/O', () => {
 
   it('an unknown config option, an unknown default, a bad default', () => {
     expect(() => createLockClient({ url: 'memory://', retries: 3 } as never)).toThrow(/config option "retries"/);
+    // The tsyringe container option is gone (DI lives in @deadbolt/core/tsyringe): refused, not ignored.
+    expect(() => createLockClient({ url: 'memory://', container: {} } as never)).toThrow(/config option "container"/);
     expect(() => createLockClient({ url: 'memory://', defaults: { timeout: 1 } as never })).toThrow(/defaults option "timeout"/);
     expect(() => createLockClient({ url: 'memory://', defaults: { ttlMs: 0 } })).toThrow(InvalidArgumentError);
     expect(() => createLockClient({ url: 'memory://', defaults: { waitMs: Number.NaN } })).toThrow(InvalidArgumentError);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DeadlineExceededError, withDeadline } from '../src/index.js';
+import { DeadlineExceededError, withDeadline } from '../src/adapter/index.js';
 
 describe('withDeadline (the per-call bound adapters share)', () => {
   afterEach(() => { vi.useRealTimers(); });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, AttemptResult, Grant, LockBackend, LockClient, LockEvents } from '../src/index.js';
-import { createMemoryBackend, memoryStore, type MemoryBackend, type MemoryStore } from '../src/index.js';
+import type { AcquireRequest, AttemptResult, Grant, LockBackend } from '../src/adapter/index.js';
+import { createMemoryBackend, memoryStore, type MemoryBackend, type MemoryStore } from '../src/adapter/index.js';
+import type { LockClient, LockEvents } from '../src/index.js';
 
 /** A store name no other test uses, so tests never see each other's locks. */
 export function uniqueName(label: string): string {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createMemoryBackend, InvalidArgumentError, memoryCapabilities, type AcquireRequest, type Grant, type MemoryBackend } from '../src/index.js';
+import { createMemoryBackend, InvalidArgumentError, memoryCapabilities, type AcquireRequest, type Grant, type MemoryBackend } from '../src/adapter/index.js';
 import { memoryBackendFactory } from '../src/memory/backend.js';
 import { uniqueName } from './helpers.js';
 

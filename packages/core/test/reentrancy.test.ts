@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLockClient, inOwnerFlow, type LockClient, type MemoryStore } from '../src/index.js';
+import type { MemoryStore } from '../src/adapter/index.js';
+import { createLockClient, inOwnerFlow, type LockClient } from '../src/index.js';
 import { deferred, freshMemory, recordEvents } from './helpers.js';
 
 let locks: LockClient;

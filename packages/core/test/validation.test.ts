@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLockClient, InvalidArgumentError, memoryCapabilities, type LockClient, type MemoryStore } from '../src/index.js';
+import { memoryCapabilities, type MemoryStore } from '../src/adapter/index.js';
+import { createLockClient, InvalidArgumentError, type LockClient } from '../src/index.js';
 import { freshMemory } from './helpers.js';
 
 let client: LockClient;

@@ -1,4 +1,5 @@
-import { BackendUnavailableError, type Grant } from '@deadbolt/core';
+import { BackendUnavailableError } from '@deadbolt/core';
+import { type Grant } from '@deadbolt/core/adapter';
 import type memjs from 'memjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeKey, getWithCas, type MemcachedBackend } from '../src/index.js';

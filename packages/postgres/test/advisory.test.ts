@@ -1,5 +1,6 @@
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
-import { BackendUnavailableError, InvalidArgumentError, type AcquireRequest, type Grant } from '@deadbolt/core';
+import { BackendUnavailableError, InvalidArgumentError } from '@deadbolt/core';
+import { type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advisoryLockId, advisoryLockParts, AdvisoryBackend, createPostgresBackend, resolvePostgresOptions } from '../src/index.js';

@@ -1,5 +1,5 @@
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
-import { type AcquireRequest } from '@deadbolt/core';
+import { type AcquireRequest } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresBackend, LeaseBackend } from '../src/index.js';

@@ -1,4 +1,5 @@
-import { createLockClient, type Grant } from '@deadbolt/core';
+import { createLockClient } from '@deadbolt/core';
+import { type Grant } from '@deadbolt/core/adapter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisBackend, fenceKey, slotOf, type RedisBackend } from '../src/index.js';
 import { startRedisCluster, type RedisCluster } from './cluster.js';

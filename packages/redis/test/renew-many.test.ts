@@ -1,5 +1,5 @@
 import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
-import type { Grant } from '@deadbolt/core';
+import type { Grant } from '@deadbolt/core/adapter';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisMode } from '../src/index.js';
 import { grantOf, Opened, request } from './support.js';

@@ -1,4 +1,4 @@
-import type { AcquireRequest, Grant } from '@deadbolt/core';
+import type { AcquireRequest, Grant } from '@deadbolt/core/adapter';
 import { Redis } from 'ioredis';
 import { createRedisBackend, type RedisBackend, type RedisBackendOptions } from '../src/index.js';
 

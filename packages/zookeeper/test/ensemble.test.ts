@@ -1,5 +1,6 @@
 import { startZooKeeperEnsemble, type ServerHandle, type ZooKeeperEnsemble } from '@deadbolt/conformance/servers';
-import { BackendUnavailableError, type Grant } from '@deadbolt/core';
+import { BackendUnavailableError } from '@deadbolt/core';
+import { type Grant } from '@deadbolt/core/adapter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
 import { counter, request } from './support.js';

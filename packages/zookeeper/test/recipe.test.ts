@@ -1,5 +1,6 @@
 import { exchange, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
-import { BackendUnavailableError, createLockClient, type Grant } from '@deadbolt/core';
+import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
+import { type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';

@@ -1,5 +1,5 @@
 import { startZooKeeper, zooKeeperSrvr, type ServerHandle } from '@deadbolt/conformance/servers';
-import type { Grant } from '@deadbolt/core';
+import type { Grant } from '@deadbolt/core/adapter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
 import { connectStringOf, rawClient, removeNode, request } from './support.js';

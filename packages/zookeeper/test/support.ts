@@ -1,4 +1,4 @@
-import type { AcquireRequest, Grant } from '@deadbolt/core';
+import type { AcquireRequest, Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Stat } from 'node-zookeeper-client';
 

@@ -3,11 +3,15 @@
  * backend implements, the scheme registry, and the shared adapter kit (deadlines, URL parsing),
  * so that every adapter maps errors, bounds calls and reads URLs the same way.
  */
+import '../index.js';
+
 export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
 export { parseBackendUrl, redactUrl } from '../url.js';
 export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from '../backoff.js';
+export { createMemoryBackend, MemoryBackend, memoryCapabilities } from '../memory/backend.js';
+export { MemoryStore, memoryStore, type MemoryEntry } from '../memory/store.js';
 export {
   BackendUnavailableError,
   ClientClosedError,

@@ -1,4 +1,5 @@
-import { createLockClient, findBackendFactory, knownBackendPackages, type Grant, type LockBackend } from '@deadbolt/core';
+import { createLockClient, type LockBackend } from '@deadbolt/core';
+import { findBackendFactory, knownBackendPackages, type Grant } from '@deadbolt/core/adapter';
 import { setTimeout as delay } from 'node:timers/promises';
 import { round } from './stats.js';
 import type { BenchRow } from './subject.js';
