@@ -62,7 +62,12 @@ export interface Grant {
   readonly token: string;
   /** Fencing token, strictly increasing per key across holders, where `capabilities.fencing`. */
   readonly fence?: number;
-  /** Local time (Date.now()) at which the backend's own validity ends, if it knows a tighter one than ttl (redlock). */
+  /**
+   * Local time (Date.now()) at which the backend's own validity ends, when it knows the lease better
+   * than core's "request sent + ttl" (redlock: a quorum's validity; fair redis: a queued grant that
+   * started after the request was sent). When set it replaces core's bound; core reads it live, so a
+   * backend may move it later (after a renewal or an extension).
+   */
   validUntil?: number;
 }
 

@@ -7,8 +7,8 @@ import type { Grant } from './backend.js';
 export class Lease {
   holds = 1;
   lost = false;
-  /** Local time after which the lease may have expired on the server: loss is declared then. */
-  expiresAt: number;
+  /** Core's own bound: the send time of the last confirmed grant or renewal + ttl - drift. */
+  private ttlDeadline: number;
   /** Local time of the next automatic renewal (Infinity without autoRenew). */
   renewDueAt: number;
   renewing = false;
@@ -31,13 +31,22 @@ export class Lease {
     readonly sessionBound: boolean,
     sentAt: number,
   ) {
-    this.expiresAt = this.deadlineFrom(sentAt);
+    this.ttlDeadline = this.deadlineFrom(sentAt);
     this.renewDueAt = autoRenew ? sentAt + Math.floor(ttlMs / 3) : Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Local time after which the lease may have expired on the server: loss is declared then. Read
+   * live: a backend that knows its lease better sets `grant.validUntil`, which then replaces core's
+   * bound, also later on (a queued grant that started after the request was sent, then extended).
+   */
+  get expiresAt(): number {
+    return this.grant.validUntil ?? this.ttlDeadline;
   }
 
   /** Records a confirmed renewal that was sent at `sentAt`. */
   confirmRenewal(sentAt: number): void {
-    this.expiresAt = this.deadlineFrom(sentAt);
+    this.ttlDeadline = this.deadlineFrom(sentAt);
     if (this.autoRenew) this.renewDueAt = sentAt + Math.floor(this.ttlMs / 3);
   }
 
@@ -48,8 +57,7 @@ export class Lease {
    */
   private deadlineFrom(sentAt: number): number {
     if (this.sessionBound) return Number.POSITIVE_INFINITY;
-    const byTtl = sentAt + this.ttlMs - Math.ceil(this.ttlMs * 0.01) - 2;
-    return Math.min(byTtl, this.grant.validUntil ?? Number.POSITIVE_INFINITY);
+    return sentAt + this.ttlMs - Math.ceil(this.ttlMs * 0.01) - 2;
   }
 }
 
