@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { now, type FaultWindow, type History, type Interval } from './history.js';
 import { FencedRegister, PlainRegister } from './stores.js';
 import { runWorker, type RegisterPort, type WorkerConfig } from './workload.js';
+import { trackWorker, untrackWorker } from './worker-groups.js';
 
 export interface RunSpec {
   readonly url: string;
@@ -99,10 +100,15 @@ function startChild(cfg: WorkerConfig, plain: PlainRegister, fenced: FencedRegis
   const script = here.endsWith('.ts')
     ? fileURLToPath(new URL('../../dist/compare/child-worker.js', import.meta.url))
     : fileURLToPath(new URL('./child-worker.js', import.meta.url));
-  const child = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // detached: a process group (and session) of its own, so a pause does not depend on how the
+  // harness was launched (see worker-groups.ts).
+  const child = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], detached: true });
+  const pid = child.pid;
+  if (pid !== undefined) trackWorker(pid);
   let clean = false;
   const finished = new Promise<void>((resolve, reject) => {
     child.on('exit', (code, signal) => {
+      if (pid !== undefined) untrackWorker(pid);
       if (clean || signal === 'SIGKILL') resolve();
       else reject(new Error(`compare worker ${cfg.name} exited with ${code ?? signal} before finishing (${script})`));
     });

@@ -69,7 +69,9 @@ async function followPrimaryByAddress(pair: RedisPrimaryReplica, timeoutMs: numb
   const link = /addr=(\S+):(\d+) \S.* flags=M /.exec(clients.split('\n').find((l) => / flags=M /.test(l)) ?? '');
   if (!link) throw new Error(`no master link in the replica's CLIENT LIST: ${JSON.stringify(clients)}`);
   const reply = await redisCommand(replica.host, replica.port, `REPLICAOF ${link[1]} ${link[2]}`, 2000);
-  if (reply !== '+OK\r\n') throw new Error(`REPLICAOF ${link[1]} ${link[2]} answered ${JSON.stringify(reply)}`);
+  // Redis answers the second form when the replica already follows that host and port (always so
+  // for a process replica, started with --replicaof 127.0.0.1 <port>): nothing to change then.
+  if (reply !== '+OK\r\n' && reply !== '+OK Already connected to specified master\r\n') throw new Error(`REPLICAOF ${link[1]} ${link[2]} answered ${JSON.stringify(reply)}`);
   const deadline = Date.now() + timeoutMs;
   const synced = async (): Promise<boolean> => {
     const info = (await redisCommand(replica.host, replica.port, 'INFO replication', 1000)) ?? '';
