@@ -91,6 +91,12 @@ export interface LockBackend {
    * backend full keys, so backends must ignore a `prefix` URL parameter.
    */
   readonly defaultPrefix?: string;
+  /**
+   * The adapter's own deadline of one call (its command or statement timeout), in ms. Core bounds
+   * each call a little above it and lets an acquire settle no later than waitMs + this (issue 14).
+   * Absent: 10 000.
+   */
+  readonly callTimeoutMs?: number;
 
   /** One atomic attempt. Never waits for the lock to become free. */
   tryAcquire(request: AcquireRequest): Promise<AttemptResult>;

@@ -1,6 +1,8 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, Grant, LockBackend } from './backend.js';
+import { guardCall } from './adapter/call-guard.js';
+import { inspectSafely } from './adapter/safe-inspect.js';
+import type { AcquireRequest, AttemptResult, Grant, LockBackend } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
 import { resolveConfig } from './config.js';
 import { BackendUnavailableError, ClientClosedError, DeadboltError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
@@ -15,8 +17,20 @@ import { validateAcquireOptions, validateAgainstCapabilities } from './validatio
 
 /** Notifications can be missed (a subscriber reconnecting): never trust one for longer than this. */
 const notificationFallbackMs = 2_000;
-/** Safety net under each single backend call, in case an adapter's own timeout fails to fire. */
-const backendCallTimeoutMs = 10_000;
+/** An adapter's call deadline when it declares none (LockBackend.callTimeoutMs). */
+const defaultCallTimeoutMs = 10_000;
+/** Core's safety net sits this far above the adapter's own deadline, which should fire first. */
+const safetyNetSlackMs = 250;
+
+/** How core runs one backend call (see `call`). */
+interface CallPolicy {
+  /** Deadline; default: the backend's callTimeoutMs + slack. */
+  readonly timeoutMs?: number;
+  /** Release a grant that lands after core gave up (acquire calls). */
+  readonly undoLateGrant?: boolean;
+  /** close() cuts the call short (every call but close()'s own releases). Default true. */
+  readonly closable?: boolean;
+}
 
 interface AcquirePlan {
   readonly userKey: string;
@@ -170,40 +184,19 @@ export class DeadboltClient implements LockClient, HandleOwner {
     let attempts = 0;
     try {
       for (;;) {
-        const reentered = await this.reenter(backend, plan, request);
-        if (reentered) return reentered;
         attempts += 1;
-        const sentAt = Date.now();
-        // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
-        // costs the same as anywhere else, and a busy one is reported ('contended') before we queue.
-        // A backend whose queueing is as cheap as an attempt queues at once and reports contention itself.
-        if (backend.acquire && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
-          let reported = attempts > 1;
-          const queued: AcquireRequest = {
-            ...request,
-            onContended: () => {
-              if (reported) return;
-              reported = true;
-              this.emit('contended', { key: plan.userKey, owner: plan.owner, attempt: attempts });
-            },
-          };
-          const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, abort.signal), false);
-          if (grant && abort.signal.aborted) {
-            // Granted in the same instant as the abort: give it back rather than leave it held.
-            await this.call(backend, 'release', plan.userKey, () => backend.release(grant), true).catch(() => false);
-          }
-          abort.signal.throwIfAborted();
-          if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
-          throw this.timeout(backend, plan, attempts);
+        let outcome: Lock | Busy;
+        try {
+          outcome = await this.attemptOnce(backend, plan, request, { deadline, startedAt, signal: abort.signal, attempts });
+        } catch (error) {
+          // A transient disconnect inside the wait (a reconnecting client, a server back from a freeze)
+          // is waited out; past the deadline, or on anything but unavailability, the error stands.
+          if (!(error instanceof BackendUnavailableError) || !mayWait || abort.signal.aborted || Date.now() >= deadline) throw error;
+          await sleep(Math.max(1, Math.min(deadline - Date.now(), backoffDelayMs(attempts))), abort.signal);
+          continue;
         }
-        const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), true);
-        if (result.acquired) {
-          if (abort.signal.aborted) {
-            await this.call(backend, 'release', plan.userKey, () => backend.release(result.grant), true).catch(() => false);
-            abort.signal.throwIfAborted();
-          }
-          return this.grantLock(backend, plan, result.grant, sentAt, startedAt);
-        }
+        if (!(outcome instanceof Busy)) return outcome;
+        // Emitted in the same synchronous run that starts the wait: a listener sees a queued waiter.
         if (attempts === 1) this.emit('contended', { key: plan.userKey, owner: plan.owner, attempt: attempts });
         const remainingMs = deadline - Date.now();
         if (remainingMs <= 0) {
@@ -211,11 +204,54 @@ export class DeadboltClient implements LockClient, HandleOwner {
           throw this.timeout(backend, plan, attempts);
         }
         if (backend.acquire) continue;
-        await this.waitForTurn(backend, plan.fullKey, attempts, remainingMs, result.retryAfterMs, abort.signal);
+        await this.waitForTurn(backend, plan.fullKey, attempts, remainingMs, outcome.retryAfterMs, abort.signal);
       }
     } finally {
       abort.dispose();
     }
+  }
+
+  /** One attempt, or one native wait: a lock, or Busy. Throws on a native wait's timeout, abort, failure. */
+  private async attemptOnce(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, at: AttemptContext): Promise<Lock | Busy> {
+    const { deadline, startedAt, signal, attempts } = at;
+    const reentered = await this.reenter(backend, plan, request);
+    if (reentered) return reentered;
+    const sentAt = Date.now();
+    // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
+    // costs the same as anywhere else, and a busy one is reported ('contended') before we queue.
+    // A backend whose queueing is as cheap as an attempt queues at once and reports contention itself.
+    if (backend.acquire && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
+      let reported = attempts > 1;
+      const queued: AcquireRequest = {
+        ...request,
+        onContended: () => {
+          if (reported) return;
+          reported = true;
+          this.emit('contended', { key: plan.userKey, owner: plan.owner, attempt: attempts });
+        },
+      };
+      // A native wait may not honour its deadline on a frozen server: bound it by the wait plus one call.
+      const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, signal), {
+        timeoutMs: Math.max(0, deadline - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs,
+        undoLateGrant: true,
+      });
+      if (grant && signal.aborted) {
+        // Granted in the same instant as the abort: give it back rather than leave it held.
+        await this.call(backend, 'release', plan.userKey, () => backend.release(grant), { closable: false }).catch(() => false);
+      }
+      signal.throwIfAborted();
+      if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
+      throw this.timeout(backend, plan, attempts);
+    }
+    const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), { undoLateGrant: true });
+    if (result.acquired) {
+      if (signal.aborted) {
+        await this.call(backend, 'release', plan.userKey, () => backend.release(result.grant), { closable: false }).catch(() => false);
+        signal.throwIfAborted();
+      }
+      return this.grantLock(backend, plan, result.grant, sentAt, startedAt);
+    }
+    return new Busy(result.retryAfterMs);
   }
 
   /** Same owner, same key, lease alive: count one more hold instead of asking for a second grant. */
@@ -224,7 +260,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
     if (!lease || lease.lost) return undefined;
     if (backend.capabilities.reentrant === 'server') {
       // The server keeps the count (hash-reentrant): it must see every hold and every release.
-      const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), true);
+      const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), { undoLateGrant: true });
       if (!result.acquired) {
         this.markLost(lease, 'the server no longer knows this owner as the holder');
         return undefined;
@@ -278,7 +314,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
       throw lostReason(lease.controller.signal) ?? new LockLostError('lease expired', context);
     }
     const sentAt = Date.now();
-    const renewed = await this.call(backend, 'renew', lease.userKey, () => backend.renew(lease.grant, lease.ttlMs), true);
+    const renewed = await this.call(backend, 'renew', lease.userKey, () => backend.renew(lease.grant, lease.ttlMs));
     if (!renewed) {
       this.markLost(lease, 'the renewal was refused: the lock expired or another owner holds it');
       throw lostReason(lease.controller.signal) ?? new LockLostError('renewal refused', context);
@@ -303,7 +339,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
     await traced('release', { 'deadbolt.key': lease.userKey, 'deadbolt.backend': backend.name }, async () => {
       // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
       // After a loss that release is only tidying up, so its failure is not the caller's problem.
-      const release = this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
+      const release = this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), { closable: false });
       const deleted = lease.lost ? await release.catch(() => false) : await release;
       if (!deleted && !lease.lost) this.markLost(lease, 'at release the lock was no longer ours (expired or taken over)');
     });
@@ -312,7 +348,14 @@ export class DeadboltClient implements LockClient, HandleOwner {
 
   private onBackendLost(grant: Grant, cause: Error): void {
     const lease = this.leases.get(leaseId(grant.key, grant.owner));
-    if (lease && lease.grant.token === grant.token) this.markLost(lease, cause.message, cause);
+    if (lease && lease.grant.token === grant.token) this.markLost(lease, cause instanceof LockLostError ? cause.reason : cause.message, cause);
+  }
+
+  /** `held` and `signal` read the clock, not only timers: a paused process learns of its loss at once. */
+  checkDeadline(lease: Lease): void {
+    if (!lease.lost && Date.now() >= lease.expiresAt) {
+      this.markLost(lease, 'the lease ran out before a renewal was confirmed (a paused process or a blocked event loop)');
+    }
   }
 
   private markLost(lease: Lease, reason: string, cause?: unknown): void {
@@ -348,36 +391,29 @@ export class DeadboltClient implements LockClient, HandleOwner {
   }
 
   /**
-   * Runs one backend call. Anything that is not already a DeadboltError becomes a
-   * BackendUnavailableError naming the key and backend; `bounded` adds a deadline as a safety net.
+   * Runs one backend call through the adapter kit's call guard: anything that is not already a
+   * DeadboltError becomes a BackendUnavailableError naming the key and backend, a deadline a little
+   * above the adapter's own is the safety net, close() cuts it short (no timer outlives close()),
+   * and a grant that lands after core gave up is released rather than left behind.
    */
-  private async call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, bounded: boolean): Promise<T> {
-    const context = { key, backend: backend.name };
-    let timer: NodeJS.Timeout | undefined;
-    let gaveUp = false;
-    try {
-      const operation = fn();
-      if (!bounded) return await operation;
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          gaveUp = true;
-          reject(new BackendUnavailableError(action, { ...context, cause: new Error(`no answer in ${backendCallTimeoutMs} ms`) }));
-        }, backendCallTimeoutMs);
-      });
-      // A grant that arrives after we gave up must not stay behind.
-      operation.then(
-        (late) => {
-          if (gaveUp && isGrantResult(late)) void backend.release(late.grant).catch(() => undefined);
-        },
-        () => undefined,
-      );
-      return await Promise.race([operation, deadline]);
-    } catch (error) {
-      if (error instanceof DeadboltError || isAbortReason(error)) throw error;
-      throw new BackendUnavailableError(action, { ...context, cause: error });
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
-    }
+  private call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, policy: CallPolicy = {}): Promise<T> {
+    return guardCall(fn, {
+      action,
+      key,
+      backend: backend.name,
+      timeoutMs: policy.timeoutMs ?? this.callTimeoutMs(backend) + safetyNetSlackMs,
+      signal: policy.closable === false ? undefined : this.closing.signal,
+      undo: policy.undoLateGrant
+        ? (late) => {
+            const grant = lateGrant(late);
+            if (grant !== undefined) return backend.release(grant);
+          }
+        : undefined,
+    });
+  }
+
+  private callTimeoutMs(backend: LockBackend): number {
+    return backend.callTimeoutMs ?? defaultCallTimeoutMs;
   }
 
   private assertOpen(key: string): void {
@@ -416,19 +452,32 @@ export class DeadboltClient implements LockClient, HandleOwner {
         // instead of a call on the closed backend.
         lease.lost = true;
         lease.controller.abort(new ClientClosedError({ key: lease.userKey, backend: backend.name }));
-        await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), true);
+        await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), { closable: false });
       }),
     );
     await backend.close();
   }
 }
 
-function isGrantResult(value: unknown): value is { acquired: true; grant: Grant } {
-  return typeof value === 'object' && value !== null && (value as { acquired?: unknown }).acquired === true;
+/** An attempt that found the lock busy; `retryAfterMs` is the holder's remaining lease, if known. */
+class Busy {
+  constructor(readonly retryAfterMs: number | undefined) {}
 }
 
-function isAbortReason(error: unknown): boolean {
-  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+interface AttemptContext {
+  readonly deadline: number;
+  readonly startedAt: number;
+  readonly signal: AbortSignal;
+  readonly attempts: number;
+}
+
+/** The grant inside a late answer of tryAcquire (an AttemptResult) or of a native acquire (a Grant). */
+function lateGrant(late: unknown): Grant | undefined {
+  if (typeof late !== 'object' || late === null) return undefined;
+  const result = late as Partial<AttemptResult> & Partial<Grant>;
+  if (result.acquired === true) return (result as { grant: Grant }).grant;
+  if (result.acquired === undefined && typeof result.token === 'string' && typeof result.key === 'string') return late as Grant;
+  return undefined;
 }
 
 function lostReason(signal: AbortSignal): Error | undefined {
@@ -453,3 +502,6 @@ function linkSignals(...signals: (AbortSignal | undefined)[]): { signal: AbortSi
   }
   return { signal: controller.signal, dispose: () => cleanups.forEach((cleanup) => cleanup()) };
 }
+
+// console.log(client) must not print the backend's connections (and with them credentials).
+inspectSafely(DeadboltClient, (client) => ({ backend: client.backend, heldCount: client.heldCount }));

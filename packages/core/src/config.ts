@@ -3,7 +3,7 @@ import { InvalidArgumentError } from './errors.js';
 import { findBackendFactory, knownBackendPackages, registeredSchemes } from './registry.js';
 import type { LockClientConfig, LockClientOptions, LockDefaults } from './types.js';
 import { parseBackendUrl, redactUrl } from './url.js';
-import { maxDurationMs, validateAcquireOptions } from './validation.js';
+import { maxDurationMs, unsafeText, validateAcquireOptions } from './validation.js';
 
 /** The library defaults: finite waits, so nothing waits forever by accident. */
 export const defaultLockDefaults: LockDefaults = Object.freeze({ ttlMs: 30_000, waitMs: 10_000, autoRenew: true });
@@ -26,6 +26,9 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new InvalidArgumentError('prefix', 'expected a string (use "" for no prefix)');
   }
+
+  const badGivenPrefix = options.prefix === undefined ? undefined : unsafeText(options.prefix);
+  if (badGivenPrefix !== undefined) throw new InvalidArgumentError('prefix', `the prefix ${badGivenPrefix}`);
   if (options.backend !== undefined && typeof options.backend === 'object') {
     return { scheme: options.backend.name, prefix: options.prefix, defaults, backend: options.backend };
   }
@@ -35,6 +38,8 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
     throw new InvalidArgumentError('config', 'give a url (e.g. "redis://127.0.0.1:6379") or a backend name');
   }
   const prefix = options.prefix ?? (url?.searchParams.has('prefix') ? (url.searchParams.get('prefix') ?? '') : undefined);
+  const badPrefix = prefix === undefined ? undefined : unsafeText(prefix);
+  if (badPrefix !== undefined) throw new InvalidArgumentError('prefix', `the prefix ${badPrefix}`);
   const backendConfig = { ...(url ? { url, urlText: options.url } : {}), options: options.options ?? {} };
   const factory = findBackendFactory(scheme);
   if (factory) return { scheme, prefix, defaults, backend: factory(backendConfig) };

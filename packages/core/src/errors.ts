@@ -51,9 +51,15 @@ export class LockTimeoutError extends DeadboltError {
 /** The lock is no longer ours: its lease expired, its session ended, or someone else holds it now. */
 export class LockLostError extends DeadboltError {
   override readonly code = 'LOCK_LOST';
+  /** Why, without the prefix and advice: what a wrapping error quotes (never "lock lost: lock lost: ..."). */
+  readonly reason: string;
 
   constructor(reason: string, context: ErrorContext = {}) {
-    super(`lock lost: ${reason}. Stop the protected work; acquire again if it must continue`, context);
+    // A reason that quotes another loss (its message or a 'lock lost: ' prefix) is quoted bare.
+    const quoted = context.cause instanceof LockLostError && reason === context.cause.message ? context.cause.reason : reason;
+    const bare = quoted.replace(/^(?:lock lost: )+/i, '');
+    super(`lock lost: ${bare}. Stop the protected work; acquire again if it must continue`, context);
+    this.reason = bare;
   }
 }
 
@@ -70,9 +76,15 @@ export class LockReleasedError extends DeadboltError {
 export class BackendUnavailableError extends DeadboltError {
   override readonly code = 'BACKEND_UNAVAILABLE';
 
+  /** The cause's own words, without our prefix: what a wrapping error quotes. */
+  readonly reason: string | undefined;
+
   constructor(action: string, context: ErrorContext = {}) {
-    const why = context.cause instanceof Error ? `: ${context.cause.message}` : '';
-    super(`backend unavailable during ${action}${why}. Check that the server is up and reachable`, context);
+    const cause = context.cause;
+    // A wrapped BackendUnavailableError is quoted by its reason, not its message, so prefixes never repeat.
+    const reason = cause instanceof BackendUnavailableError ? cause.reason : cause instanceof Error ? cause.message : undefined;
+    super(`backend unavailable during ${action}${reason === undefined ? '' : `: ${reason}`}. Check that the server is up and reachable`, context);
+    this.reason = reason;
   }
 }
 

@@ -1,10 +1,13 @@
 import type { Lease } from './lease.js';
+import { inspectSafely } from './adapter/safe-inspect.js';
 import type { Lock } from './types.js';
 
 /** The operations a handle delegates to its client: the policy stays in one place. */
 export interface HandleOwner {
   renewHandle(handle: LockHandle): Promise<void>;
   releaseHandle(handle: LockHandle): Promise<void>;
+  /** Declares the lease lost if its deadline has passed (a paused process sees it on the next read). */
+  checkDeadline(lease: Lease): void;
 }
 
 /** One hold of a lease. Re-entries get their own handle; each must be released. */
@@ -30,11 +33,14 @@ export class LockHandle implements Lock {
   }
 
   get signal(): AbortSignal {
+    if (!this.released) this.client.checkDeadline(this.lease);
     return this.lease.controller.signal;
   }
 
   get held(): boolean {
-    return !this.released && !this.lease.lost;
+    if (this.released) return false;
+    this.client.checkDeadline(this.lease);
+    return !this.lease.lost;
   }
 
   renew(): Promise<void> {
@@ -51,3 +57,6 @@ export class LockHandle implements Lock {
     return this.release();
   }
 }
+
+// A lock prints as what it is, never as its client (and through it the backend's connections).
+inspectSafely(LockHandle, (lock) => ({ key: lock.key, owner: lock.owner, fence: lock.fence, held: lock.held }));

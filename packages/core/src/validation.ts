@@ -5,6 +5,22 @@ import type { AcquireOptions } from './types.js';
 /** setTimeout's ceiling: a longer ttl or wait would silently fire at once. */
 export const maxDurationMs = 2 ** 31 - 1;
 
+/** An explicit owner id's limit: it is stored beside every lock (a ZooKeeper node's data, a hash field). */
+export const maxOwnerBytes = 1_024;
+
+/** A lone surrogate: UTF-8 encoders turn each into U+FFFD, so '\ud800' and '\udbff' would be one lock. */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why `text` cannot name a lock or an owner on every backend, or undefined: NUL (PostgreSQL text
+ * and C-string APIs stop or fail there) and ill-formed UTF-16 (lone surrogates).
+ */
+export function unsafeText(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'contains a NUL character (\\u0000), which not every backend can store';
+  if (loneSurrogate.test(text)) return 'is not well-formed UTF-16 (a lone surrogate): it would encode to the same bytes as U+FFFD';
+  return undefined;
+}
+
 const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'autoRenew', 'signal', 'owner']);
 
 /** Checks what can be checked without the backend: types, ranges, unknown names. No I/O. */
@@ -16,6 +32,8 @@ export function validateAcquireOptions(key: unknown, options: unknown, backend: 
   if (key.length === 0) {
     throw new InvalidArgumentError('key', 'the key is empty; name the resource the lock protects, e.g. "order:42"', context);
   }
+  const badKey = unsafeText(key);
+  if (badKey !== undefined) throw new InvalidArgumentError('key', `the key ${badKey}`, context);
   if (options === undefined) return;
   if (options === null || typeof options !== 'object') {
     throw new InvalidArgumentError('options', `expected an object, got ${describeValue(options)}`, context);
@@ -35,8 +53,14 @@ export function validateAcquireOptions(key: unknown, options: unknown, backend: 
   if (record.signal !== undefined && !(record.signal instanceof AbortSignal)) {
     throw new InvalidArgumentError('signal', `expected an AbortSignal, got ${describeValue(record.signal)}`, context);
   }
-  if (record.owner !== undefined && (typeof record.owner !== 'string' || record.owner.length === 0)) {
-    throw new InvalidArgumentError('owner', `expected a non-empty string, got ${describeValue(record.owner)}`, context);
+  if (record.owner !== undefined) {
+    if (typeof record.owner !== 'string' || record.owner.length === 0) {
+      throw new InvalidArgumentError('owner', `expected a non-empty string, got ${describeValue(record.owner)}`, context);
+    }
+    const badOwner = unsafeText(record.owner);
+    if (badOwner !== undefined) throw new InvalidArgumentError('owner', `the owner ${badOwner}`, context);
+    const bytes = Buffer.byteLength(record.owner, 'utf8');
+    if (bytes > maxOwnerBytes) throw new InvalidArgumentError('owner', `${bytes} bytes, over the limit of ${maxOwnerBytes}; use a shorter id`, context);
   }
 }
 

@@ -77,13 +77,27 @@ describe('errors from a backend', () => {
     const spy = new SpyBackend(uniqueName('err-acquire'), { name: 'flaky' });
     spy.controls.failAcquires = true;
     const locks = track(createLockClient({ backend: spy }));
-    const error = await locks.acquire('k').catch((e: unknown) => e);
+    const error = await locks.acquire('k', { waitMs: 0 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BackendUnavailableError);
     const unavailable = error as BackendUnavailableError;
     expect(unavailable.key).toBe('k');
     expect(unavailable.backend).toBe('flaky');
     expect((unavailable.cause as Error).message).toBe('connection refused');
     expect(locks.heldCount).toBe(0);
+  });
+
+  it('a failing backend is retried within the wait (a transient disconnect is waited out), then the typed error stands', async () => {
+    const spy = new SpyBackend(uniqueName('err-retry'), { name: 'flaky' });
+    spy.controls.failAcquires = true;
+    const locks = track(createLockClient({ backend: spy }));
+    const startedAt = Date.now();
+    const failing = locks.acquire('k', { waitMs: 300 }).catch((e: unknown) => e);
+    const error = await failing;
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(295);
+    spy.controls.failAcquires = false;
+    const healed = locks.acquire('k2', { waitMs: 5_000 });
+    await expect(healed).resolves.toBeTruthy();
   });
 
   it('a backend call that never answers becomes BackendUnavailableError within a deadline, not a hang', async () => {

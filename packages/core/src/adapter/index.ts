@@ -1,6 +1,6 @@
 /**
  * `@deadbolt/core/adapter`: everything an adapter author needs and a user does not. The contract a
- * backend implements, the scheme registry, and the shared adapter kit (deadlines, URL parsing),
+ * backend implements, the scheme registry, and the shared adapter kit (the call guard, the keyed waiter set, safe inspection, URL parsing),
  * so that every adapter maps errors, bounds calls and reads URLs the same way.
  */
 import '../index.js';
@@ -8,6 +8,9 @@ import '../index.js';
 export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
+export { guardCall, type GuardedCall } from './call-guard.js';
+export { KeyedWaiters, type KeyedWaitersHooks } from './keyed-waiters.js';
+export { inspectSafely } from './safe-inspect.js';
 export { parseBackendUrl, redactUrl } from '../url.js';
 export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from '../backoff.js';
 export { createMemoryBackend, MemoryBackend, memoryCapabilities } from '../memory/backend.js';

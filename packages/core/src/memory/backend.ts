@@ -56,35 +56,10 @@ export class MemoryBackend implements LockBackend {
   }
 
   waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      // Released between the failed attempt and now? Then there is nothing to wait for.
-      if (!this.store.live(key, Date.now())) {
-        resolve();
-        return;
-      }
-      const finish = (): void => {
-        clearTimeout(timer);
-        removeWaiter();
-        signal.removeEventListener('abort', onAbort);
-      };
-      const onAbort = (): void => {
-        finish();
-        reject(signal.reason);
-      };
-      const removeWaiter = this.store.addWaiter(key, () => {
-        finish();
-        resolve();
-      });
-      const timer = setTimeout(() => {
-        finish();
-        resolve();
-      }, maxWaitMs);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    if (signal.aborted) return Promise.reject(signal.reason);
+    // Released between the failed attempt and now? Then there is nothing to wait for.
+    if (!this.store.live(key, Date.now())) return Promise.resolve();
+    return this.store.waiters.wait(key, maxWaitMs, signal);
   }
 
   async close(): Promise<void> {

@@ -10,10 +10,13 @@ export interface MemoryEntry {
   expiresAt: number;
 }
 
+import { KeyedWaiters } from '../adapter/keyed-waiters.js';
+
 export class MemoryStore {
   private readonly entries = new Map<string, MemoryEntry>();
   private readonly fences = new Map<string, number>();
-  private readonly waiters = new Map<string, Set<() => void>>();
+  /** Waiters per key, woken one at a time in arrival order (see KeyedWaiters). */
+  readonly waiters = new KeyedWaiters();
   /** Operations that reached the store: lets tests prove that bad input did no I/O. */
   operations = 0;
 
@@ -44,35 +47,19 @@ export class MemoryStore {
     return next;
   }
 
-  addWaiter(key: string, wake: () => void): () => void {
-    let set = this.waiters.get(key);
-    if (!set) {
-      set = new Set();
-      this.waiters.set(key, set);
-    }
-    set.add(wake);
-    return () => {
-      set.delete(wake);
-      if (set.size === 0 && this.waiters.get(key) === set) this.waiters.delete(key);
-    };
-  }
-
   get size(): number {
     return this.entries.size;
   }
 
   get waiterCount(): number {
-    let count = 0;
-    for (const set of this.waiters.values()) count += set.size;
-    return count;
+    return this.waiters.size;
   }
 
   private notify(key: string): void {
-    const set = this.waiters.get(key);
-    if (!set) return;
-    // Every waiter is woken and races: waking only one could strand the rest if that one gave up
-    // (aborted) at the same moment. In one process the extra attempts cost microseconds.
-    for (const wake of [...set]) wake();
+    // One waiter per release (FIFO hand-off): waking all made each release cost an attempt per
+    // waiter, and 10,000 waiters on one key timed out (issue 14). A woken waiter that finds the
+    // key taken again waits again; one that gave up has already left the queue.
+    this.waiters.wakeOne(key);
   }
 }
 

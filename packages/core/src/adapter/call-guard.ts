@@ -1,0 +1,87 @@
+import { DeadlineExceededError } from '../deadline.js';
+import { BackendUnavailableError, DeadboltError } from '../errors.js';
+
+/** What one guarded call is, for the typed error it may become. Never a URL or a credential. */
+export interface GuardedCall<T> {
+  /** 'acquire', 'renew', 'release', 'wait': named in the error message. */
+  readonly action: string;
+  readonly key?: string | undefined;
+  /** `LockBackend.name`. */
+  readonly backend: string;
+  /** Give up after this many ms (the adapter's command or statement timeout plus a little slack). */
+  readonly timeoutMs: number;
+  /** Gives up at once with the signal's reason (a closing backend): no timer outlives close(). */
+  readonly signal?: AbortSignal | undefined;
+  /**
+   * Best-effort undo of an effect the caller never learns about (issue 14: a SET NX sent to a frozen
+   * server runs when it wakes, leaving a lease nobody holds). Called at most once:
+   * - with the late value, when the guard gave up (deadline, abort) and the operation then resolved;
+   * - with undefined, when the operation failed (a client-side timeout, a dropped connection) or the
+   *   guard gave up and it then failed: the server may or may not have run it.
+   * An acquire's undo deletes its own attempt's token (compare-and-delete), so it is safe whether or
+   * not the attempt ran; on a single ordered connection it queues behind the attempt it undoes.
+   * Errors of the undo are swallowed: it is tidying up, and the lease's ttl still bounds the orphan.
+   */
+  readonly undo?: ((late: T | undefined) => Promise<unknown> | void) | undefined;
+}
+
+/**
+ * The one call guard of the adapter kit: a deadline under every server call, every failure mapped
+ * to a typed DeadboltError naming the action, key and backend (BackendUnavailableError unless it
+ * already is one, or the abort signal's own reason), and the undo of a grant that lands after the
+ * caller gave up. Core wraps backend calls in it as a safety net; adapters wrap their server calls.
+ */
+export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>): Promise<T> {
+  const { signal, undo } = call;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  let pending: Promise<T>;
+  try {
+    pending = operation();
+  } catch (error) {
+    return Promise.reject(typed(error, call));
+  }
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      return true;
+    };
+    const giveUp = (reason: unknown): void => {
+      if (finish()) reject(reason);
+    };
+    const onAbort = (): void => giveUp(signal?.reason);
+    const timer = setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    pending.then(
+      (value) => {
+        if (finish()) resolve(value);
+        else runUndo(undo, value); // we gave up first: the caller will never see this value
+      },
+      (error: unknown) => {
+        const first = finish();
+        runUndo(undo, undefined); // failed: whether the server ran it is unknown
+        if (first) reject(typed(error, call));
+      },
+    );
+  });
+}
+
+function runUndo<T>(undo: ((late: T | undefined) => Promise<unknown> | void) | undefined, late: T | undefined): void {
+  if (undo === undefined) return;
+  try {
+    void Promise.resolve(undo(late)).catch(() => undefined);
+  } catch {
+    // best effort: the ttl bounds what is left
+  }
+}
+
+/** A DeadboltError (or an abort's own reason) as it is; anything else as BackendUnavailableError. */
+function typed(error: unknown, call: Pick<GuardedCall<never>, 'action' | 'key' | 'backend' | 'signal'>): unknown {
+  if (error instanceof DeadboltError) return error;
+  if (call.signal?.aborted && error === call.signal.reason) return error;
+  if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
+  return new BackendUnavailableError(call.action, { key: call.key, backend: call.backend, cause: error });
+}
