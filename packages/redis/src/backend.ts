@@ -3,6 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { closeConnection, openCommandConnection, openMasters } from './connections.js';
 import { DeadlineExceededError, withDeadline } from './deadline.js';
 import { releaseChannel } from './keys.js';
+import { FairMode } from './modes/fair.js';
 import { GetsetMode } from './modes/getset.js';
 import { HashReentrantMode } from './modes/hash-reentrant.js';
 import type { LockMode } from './modes/mode.js';
@@ -10,6 +11,13 @@ import { RedlockMode } from './modes/redlock.js';
 import { SetnxMode } from './modes/setnx.js';
 import { ReleaseNotifier } from './notifier.js';
 import type { ResolvedRedisOptions } from './options.js';
+
+/** A connection in subscriber mode can run nothing else: it is a second socket, ours to close. */
+function subscriberOf(connection: Redis | Cluster): Redis | Cluster {
+  const subscriber = connection.duplicate();
+  subscriber.on('error', () => undefined);
+  return subscriber;
+}
 
 /** Extra time the safety-net deadline allows over ioredis' own command timeout, which should fire first. */
 const deadlineSlackMs = 100;
@@ -27,6 +35,9 @@ export class RedisBackend implements LockBackend {
   readonly defaultPrefix = 'deadbolt:';
   /** Present only for modes that publish releases (setnx, hash-reentrant); core polls for the others. */
   readonly waitForChange?: (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
+  /** Present only for the fair mode: the server queues the waiter and grants it in place. */
+  readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
+  readonly acquireQueuesAtOnce?: boolean;
 
   private readonly mode: LockMode;
   private readonly owned: (Redis | Cluster)[] = [];
@@ -54,17 +65,17 @@ export class RedisBackend implements LockBackend {
       this.mode = this.singleMode(connection);
       this.deadlineMs = options.commandTimeoutMs + deadlineSlackMs;
       if (this.mode.publishesReleases) {
-        const notifier = new ReleaseNotifier(() => {
-          // A connection in subscriber mode can run nothing else: it is a second socket, ours to close.
-          const subscriber = connection.duplicate();
-          subscriber.on('error', () => undefined);
-          return subscriber;
-        });
+        const notifier = new ReleaseNotifier(() => subscriberOf(connection));
         this.notifier = notifier;
         this.waitForChange = (key, maxWaitMs, signal) =>
           notifier.wait(releaseChannel(key), maxWaitMs, signal, () => this.stillHeld(connection, key));
       } else {
         this.notifier = undefined;
+      }
+      if (this.mode instanceof FairMode) {
+        const fair = this.mode;
+        this.acquireQueuesAtOnce = true;
+        this.acquire = (request, deadline, signal) => this.run('acquire', request.key, () => fair.acquire(request, deadline, signal), false);
       }
     }
     this.capabilities = this.mode.capabilities;
@@ -78,6 +89,8 @@ export class RedisBackend implements LockBackend {
         return new HashReentrantMode(connection);
       case 'getset':
         return new GetsetMode(connection, this.options.now);
+      case 'fair':
+        return new FairMode(connection, { waiterLeaseMs: this.options.waiterLeaseMs, openSubscriber: () => subscriberOf(connection) });
       default:
         throw new Error(`unreachable mode ${this.options.mode}`);
     }
@@ -118,7 +131,8 @@ export class RedisBackend implements LockBackend {
   private async shutdown(): Promise<void> {
     const subscriber = this.notifier?.close();
     await this.mode.close();
-    const connections = subscriber === undefined ? this.owned : [...this.owned, subscriber];
+    const grantSubscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
+    const connections = [...this.owned, ...[subscriber, grantSubscriber].filter((connection) => connection !== undefined)];
     await Promise.all(connections.map((connection) => closeConnection(connection, quitTimeoutMs)));
   }
 
@@ -131,11 +145,12 @@ export class RedisBackend implements LockBackend {
     }
   }
 
-  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>): Promise<T> {
+  /** `bounded` false: the operation bounds itself (a queued acquire waits up to its own deadline). */
+  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>, bounded = true): Promise<T> {
     if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
     const pending = operation();
     try {
-      return await withDeadline(pending, this.deadlineMs);
+      return bounded ? await withDeadline(pending, this.deadlineMs) : await pending;
     } catch (error) {
       if (error instanceof DeadlineExceededError) this.gaveUp.add(pending);
       if (error instanceof DeadboltError) throw error;

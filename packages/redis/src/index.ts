@@ -17,10 +17,11 @@ registerBackend('redis', redisBackendFactory);
 registerBackend('rediss', redisBackendFactory);
 
 export { RedisBackend } from './backend.js';
-export { parseRedisUrl, resolveRedisOptions, redisModes, defaultCommandTimeoutMs, defaultDriftFactor } from './options.js';
+export { parseRedisUrl, resolveRedisOptions, redisModes, defaultCommandTimeoutMs, defaultDriftFactor, defaultWaiterLeaseMs } from './options.js';
 export type { RedisBackendOptions, RedisMode, RedisNodeAddress, ResolvedRedisOptions } from './options.js';
 export { setnxCapabilities } from './modes/setnx.js';
 export { getsetCapabilities } from './modes/getset.js';
 export { hashReentrantCapabilities } from './modes/hash-reentrant.js';
 export { redlockCapabilities, QuorumUnreachableError } from './modes/redlock.js';
 export { fenceKey, releaseChannel, slotOf } from './keys.js';
+export { fairCapabilities } from './modes/fair.js';

@@ -160,3 +160,128 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `;
+
+/**
+ * Fair mode's queue, as Lua functions every fair script starts with (read-write locks and
+ * semaphores reuse them). The layout (primitives.md section 1.3): KEYS[1] the lock (a plain token,
+ * as in setnx), KEYS[2] the fencing counter, KEYS[3] the waiter queue (a list of tokens, FIFO),
+ * KEYS[4] the waiters' deadlines (a zset, token -> server ms). Tokens read
+ * "<clientId>.<ttlMs>.<n>": a script finds the waiter's grant channel and lease in the token alone.
+ * Deadlines are on the SERVER clock (TIME), unlike Redisson's RedissonFairLock, which compares
+ * client clocks; a dead waiter is dropped when it reaches the head with its deadline passed, so
+ * nothing is ever re-scored (Redisson re-scores every waiter on each acquisition: O(N)).
+ */
+export const fairQueueFragmentLua = `-- fair queue fragment (see lua.ts): KEYS[1] lock, KEYS[2] fence, KEYS[3] queue, KEYS[4] deadlines
+if redis.replicate_commands then redis.replicate_commands() end -- TIME before writes (Redis < 5)
+local lockKey, fenceKey, queueKey, waitersKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+
+local function serverNow()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- Pops waiters off the head until one is alive (deadline ahead of now); returns it and its
+-- deadline, or nil when the queue ran empty. Dead ones cost O(1) each, once.
+local function popLiveHead(now)
+  while true do
+    local head = redis.call('LPOP', queueKey)
+    if not head then return nil end
+    local deadline = tonumber(redis.call('ZSCORE', waitersKey, head))
+    redis.call('ZREM', waitersKey, head)
+    if deadline and deadline > now and string.match(head, '^[^.]+%.%d+%.') then return head, deadline end
+  end
+end
+
+-- Grants the free lock IN PLACE to a popped waiter and tells its client: one message on the
+-- client's grant channel ("<token> <fence>"). The claim lasts the waiter's own ttl, but never past
+-- its waiter deadline: a grant to a waiter that has just died idles the lock no longer than the
+-- waiter lease it had left. The waiter's client extends it to the full ttl.
+local function grantTo(head, deadline, now, channelPrefix, publish)
+  local client, ttl = string.match(head, '^([^.]+)%.(%d+)%.')
+  redis.call('SET', lockKey, head, 'PX', math.max(1, math.min(tonumber(ttl), deadline - now)))
+  local fence = redis.call('INCR', fenceKey)
+  if channelPrefix ~= '' then redis.call(publish, channelPrefix .. client, head .. ' ' .. fence) end
+  return fence
+end
+
+-- The lock is free: hand it to the first live waiter. Returns true when someone got it.
+local function grantNext(now, channelPrefix, publish)
+  local head, deadline = popLiveHead(now)
+  if not head then return false end
+  grantTo(head, deadline, now, channelPrefix, publish)
+  return true
+end
+`;
+
+export const fairAcquireLua = `${fairQueueFragmentLua}
+-- fair mode, acquire / re-check / heartbeat in one script (idempotent per token):
+-- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] waiter lease ms, ARGV[4] join ('1' enqueue, '0' never:
+-- tryAcquire does not barge past the queue, nor join it), ARGV[5] grant channel prefix, ARGV[6]
+-- PUBLISH or SPUBLISH.
+-- returns {1, fence} when held (taken now, or granted earlier: the lease is then extended to the
+-- ttl), {0, pttl of the holder} otherwise (queued when join = '1').
+local token = ARGV[1]
+local holder = redis.call('GET', lockKey)
+if holder == token then
+  redis.call('PEXPIRE', lockKey, ARGV[2])
+  return {1, tonumber(redis.call('GET', fenceKey) or '0')}
+end
+local now
+if not holder then
+  if redis.call('EXISTS', queueKey) == 0 then
+    redis.call('SET', lockKey, token, 'PX', ARGV[2])
+    return {1, redis.call('INCR', fenceKey)}
+  end
+  now = serverNow()
+  local head, deadline = popLiveHead(now)
+  if head == nil or head == token then
+    redis.call('SET', lockKey, token, 'PX', ARGV[2])
+    return {1, redis.call('INCR', fenceKey)}
+  end
+  grantTo(head, deadline, now, ARGV[5], ARGV[6])
+end
+if ARGV[4] == '1' then
+  now = now or serverNow()
+  local lease = tonumber(ARGV[3])
+  if redis.call('ZADD', waitersKey, now + lease, token) == 1 then
+    redis.call('RPUSH', queueKey, token)
+  end
+  -- Only live waiters refresh these: when every waiter is gone, the queue goes too.
+  redis.call('PEXPIRE', queueKey, lease)
+  redis.call('PEXPIRE', waitersKey, lease)
+end
+return {0, redis.call('PTTL', lockKey)}
+`;
+
+export const fairReleaseLua = `${fairQueueFragmentLua}
+-- fair mode, release: only our own token; hand the lock to the next live waiter in place, or delete it.
+-- A retried release (lost reply) finds the next owner's token and touches nothing.
+-- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
+-- returns 1 when it was ours (deleted or handed on), 0 otherwise
+if redis.call('GET', lockKey) ~= ARGV[1] then
+  return 0
+end
+if redis.call('EXISTS', queueKey) == 0 or not grantNext(serverNow(), ARGV[2], ARGV[3]) then
+  redis.call('DEL', lockKey)
+end
+return 1
+`;
+
+export const fairLeaveLua = `${fairQueueFragmentLua}
+-- fair mode, a waiter gives up (timeout or abort): leave no entry behind. If a grant raced the
+-- give-up, pass the lock on as a release would; if the lock is free (a holder's lease ran out),
+-- grant the next waiter so progress never waits for a timer.
+-- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
+-- returns 2 when the lock had been granted to us (now passed on), 1 otherwise
+local holder = redis.call('GET', lockKey)
+redis.call('LREM', queueKey, 1, ARGV[1])
+redis.call('ZREM', waitersKey, ARGV[1])
+if holder and holder ~= ARGV[1] then
+  return 1
+end
+if redis.call('EXISTS', queueKey) == 0 or not grantNext(serverNow(), ARGV[2], ARGV[3]) then
+  if holder then redis.call('DEL', lockKey) end
+end
+if holder then return 2 end
+return 1
+`;

@@ -1,10 +1,10 @@
 import { InvalidArgumentError } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 
-/** The four lock algorithms this package implements (one file each under modes/). */
-export type RedisMode = 'setnx' | 'getset' | 'hash-reentrant' | 'redlock';
+/** The lock algorithms this package implements (one file each under modes/). */
+export type RedisMode = 'setnx' | 'fair' | 'getset' | 'hash-reentrant' | 'redlock';
 
-export const redisModes: readonly RedisMode[] = Object.freeze(['setnx', 'getset', 'hash-reentrant', 'redlock']);
+export const redisModes: readonly RedisMode[] = Object.freeze(['setnx', 'fair', 'getset', 'hash-reentrant', 'redlock']);
 
 export interface RedisNodeAddress {
   readonly host: string;
@@ -46,6 +46,8 @@ export interface RedisBackendOptions {
   readonly nodeTimeoutMs?: number;
   /** getset: the clock that decides expiry (the algorithm trusts client clocks). Default Date.now. Tests inject skew here. */
   readonly now?: () => number;
+  /** fair: how long a silent waiter keeps its place in the queue (server clock); it heartbeats every third of it. Default 3000. */
+  readonly waiterLeaseMs?: number;
 }
 
 /** What the backend runs on: validated, with defaults, frozen. */
@@ -63,14 +65,16 @@ export interface ResolvedRedisOptions {
   readonly driftFactor: number;
   readonly nodeTimeoutMs: number | undefined;
   readonly now: () => number;
+  readonly waiterLeaseMs: number;
 }
 
 export const defaultCommandTimeoutMs = 2_000;
 export const defaultDriftFactor = 0.01;
+export const defaultWaiterLeaseMs = 3_000;
 const defaultPort = 6379;
 
 /** Query parameters a URL may carry. `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameters: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'cluster', 'prefix']);
+const urlParameters: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'waiterLeaseMs', 'cluster', 'prefix']);
 const objectOptions: ReadonlySet<string> = new Set([
   'mode',
   'nodes',
@@ -85,6 +89,7 @@ const objectOptions: ReadonlySet<string> = new Set([
   'driftFactor',
   'nodeTimeoutMs',
   'now',
+  'waiterLeaseMs',
 ]);
 
 /**
@@ -121,6 +126,8 @@ export function parseRedisUrl(input: string | URL): RedisBackendOptions {
   if (drift !== null) options.driftFactor = parseNumber('driftFactor', drift);
   const nodeTimeout = params.get('nodeTimeoutMs');
   if (nodeTimeout !== null) options.nodeTimeoutMs = parseNumber('nodeTimeoutMs', nodeTimeout);
+  const waiterLease = params.get('waiterLeaseMs');
+  if (waiterLease !== null) options.waiterLeaseMs = parseNumber('waiterLeaseMs', waiterLease);
   const cluster = params.get('cluster');
   if (cluster !== null) {
     if (cluster !== 'true' && cluster !== 'false') throw new InvalidArgumentError('cluster', `expected true or false, got "${cluster}"`, { backend: 'redis' });
@@ -155,6 +162,8 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
 
   const commandTimeoutMs = positive('commandTimeoutMs', merged.commandTimeoutMs ?? defaultCommandTimeoutMs);
   const nodeTimeoutMs = merged.nodeTimeoutMs === undefined ? undefined : positive('nodeTimeoutMs', merged.nodeTimeoutMs);
+  const waiterLeaseMs = positive('waiterLeaseMs', merged.waiterLeaseMs ?? defaultWaiterLeaseMs);
+  if (waiterLeaseMs < 30) throw new InvalidArgumentError('waiterLeaseMs', `expected at least 30 ms (heartbeats run every third of it), got ${waiterLeaseMs}`, { backend: 'redis' });
   const driftFactor = merged.driftFactor ?? defaultDriftFactor;
   if (typeof driftFactor !== 'number' || !Number.isFinite(driftFactor) || driftFactor < 0 || driftFactor >= 0.5) {
     throw new InvalidArgumentError('driftFactor', `expected a number in [0, 0.5), got ${String(driftFactor)}`, { backend: 'redis' });
@@ -187,6 +196,7 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
     driftFactor,
     nodeTimeoutMs,
     now: now as () => number,
+    waiterLeaseMs,
   });
 }
 

@@ -13,6 +13,9 @@ const scripts = {
   'getset-acquire': { keys: 1, lua: lua.getsetAcquireLua },
   'getset-release': { keys: 1, lua: lua.getsetReleaseLua },
   'getset-renew': { keys: 1, lua: lua.getsetRenewLua },
+  'fair-acquire': { keys: 4, lua: lua.fairAcquireLua },
+  'fair-release': { keys: 4, lua: lua.fairReleaseLua },
+  'fair-leave': { keys: 4, lua: lua.fairLeaveLua },
 } as const;
 
 export type ScriptName = keyof typeof scripts;

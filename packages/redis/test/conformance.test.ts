@@ -1,9 +1,9 @@
 import { startRedis, startRedisMasters, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
-import { getsetCapabilities, hashReentrantCapabilities, redisModes, redlockCapabilities, setnxCapabilities } from '../src/index.js';
+import { fairCapabilities, getsetCapabilities, hashReentrantCapabilities, redisModes, redlockCapabilities, setnxCapabilities } from '../src/index.js';
 
-const capabilitiesOf = { setnx: setnxCapabilities, getset: getsetCapabilities, 'hash-reentrant': hashReentrantCapabilities, redlock: redlockCapabilities } as const;
+const capabilitiesOf = { setnx: setnxCapabilities, fair: fairCapabilities, getset: getsetCapabilities, 'hash-reentrant': hashReentrantCapabilities, redlock: redlockCapabilities } as const;
 const serverFaults = {
   restart: (server: ServerHandle) => server.restart(),
   pause: (server: ServerHandle) => server.pause(),
@@ -50,8 +50,8 @@ if (describeLockConformance === undefined) {
       });
     }
   }
-  // setnx and hash-reentrant once more on a 3-master Redis Cluster (every script's keys share a slot).
-  for (const mode of ['setnx', 'hash-reentrant'] as const) {
+  // setnx, fair and hash-reentrant once more on a 3-master Redis Cluster (every script's keys share a slot).
+  for (const mode of ['setnx', 'fair', 'hash-reentrant'] as const) {
     describeLockConformance({
       name: `redis:${mode} (3-master Cluster)`,
       capabilities: capabilitiesOf[mode],

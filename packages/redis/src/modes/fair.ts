@@ -1,0 +1,363 @@
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
+import { randomBytes } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { GrantChannel } from '../grant-channel.js';
+import { fenceKey, siblingKey } from '../keys.js';
+import { pipelined } from '../pipeline.js';
+import { pair, queueScript, runScript, type ScriptName } from '../scripts.js';
+import { baseCapabilities, type LockMode } from './mode.js';
+
+export const fairCapabilities: Capabilities = Object.freeze({
+  ...baseCapabilities,
+  fencing: true,
+  reentrant: 'client',
+  notifications: true,
+  clock: 'server',
+  fair: true,
+});
+
+
+
+/** What the fair mode needs besides the command connection. */
+export interface FairSettings {
+  /** How long a silent waiter keeps its place (server clock); it heartbeats every third of it. */
+  readonly waiterLeaseMs: number;
+  /** Opens the subscriber socket of the grant channel (first contended acquire only). */
+  readonly openSubscriber: () => Redis | Cluster;
+}
+
+/** A grant plus what the mode needs to extend it: fields core treats as opaque. */
+interface FairGrant extends Grant {
+  validUntil?: number;
+  readonly ttlMs: number;
+  readonly request: AcquireRequest;
+}
+
+/** One queued acquire. */
+interface Waiter {
+  readonly request: AcquireRequest;
+  readonly keys: readonly string[];
+  readonly token: string;
+  /** Send time of the latest script that found us still waiting: no grant to us started before it. */
+  waitingSeenAt: number;
+  /** Set once the acquire has an outcome or is giving up: later messages and replies are ignored. */
+  done: boolean;
+  grant(grant: FairGrant): void;
+  /** A re-check, heartbeat or grant answered: the holder's remaining lease, to re-check after it. */
+  stillWaiting(pttl: number, sentAt: number): void;
+  /** Gives up as on a timeout (the backend closes). */
+  cancel(): void;
+}
+
+/** The drift allowance core uses (1% + 2 ms, the Redlock spec's), so both bound a lease alike. */
+function driftMs(ms: number): number {
+  return Math.ceil(ms * 0.01) + 2;
+}
+
+/**
+ * Fair (FIFO) locks with the hand-off done by the server (primitives.md section 1.3): the lock is
+ * a plain token under the exact key (as in setnx, so SET NX clients still exclude it) and waiters
+ * queue beside it. Release, expiry and a giving-up waiter GRANT the lock in place to the head
+ * waiter inside the same script, then send one message to that waiter's client: a contended
+ * hand-off costs one round trip (Redisson's RedissonFairLock notifies the head, which then has to
+ * acquire again: two). The message only saves time: a waiter re-checks when its holder's lease
+ * runs out (pttl + 1 ms) and on every heartbeat, and then finds its own token under the key.
+ * Waiters heartbeat their queue entries in one pipeline per tick; a dead waiter is dropped by its
+ * deadline on the server clock; a waiter that gives up leaves nothing behind and passes on a grant
+ * that raced it. tryAcquire never barges past a non-empty queue.
+ */
+export class FairMode implements LockMode {
+  readonly mode = 'fair' as const;
+  readonly capabilities = fairCapabilities;
+  readonly publishesReleases = false;
+  /** Core skips its plain first attempt: acquire() takes a free lock in the same single script. */
+  readonly acquireQueuesAtOnce = true;
+
+  private readonly clientId = randomBytes(12).toString('hex');
+  private sequence = 0;
+  private readonly channelPrefix = 'deadbolt:grant:';
+  private readonly publish = 'PUBLISH';
+  private readonly grants: GrantChannel;
+  private readonly waiters = new Map<string, Waiter>();
+  /** Grants that arrived by message with the short claim; extended to their ttl at the next tick. */
+  private readonly unextended = new Set<FairGrant>();
+  private readonly heartbeatMs: number;
+  private tickTimer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private closed = false;
+  private readonly leaving = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly connection: Redis | Cluster,
+    private readonly settings: FairSettings,
+  ) {
+    this.heartbeatMs = Math.max(1, Math.floor(settings.waiterLeaseMs / 3));
+    this.grants = new GrantChannel(settings.openSubscriber, this.channelPrefix + this.clientId, (token, fence) => this.onGrantMessage(token, fence));
+  }
+
+  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    const token = this.newToken(request.ttlMs);
+    const [held, value] = await this.attempt(request, token, '0');
+    if (held === 1) return { acquired: true, grant: this.grantOf(request, token, value) };
+    return { acquired: false, retryAfterMs: Math.max(0, value) };
+  }
+
+  /** Takes a free lock, or queues and waits for the grant; undefined at the deadline or on abort. */
+  async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    const token = this.newToken(request.ttlMs);
+    const sentAt = Date.now();
+    const [held, value] = await this.attempt(request, token, '1');
+    if (held === 1) return this.grantOf(request, token, value);
+    request.onContended?.();
+    return this.waitForGrant(request, token, sentAt, value, deadline, signal);
+  }
+
+  async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    const sentAt = Date.now();
+    const renewed = Number(await runScript(this.connection, 'compare-pexpire', [grant.key], [grant.token, ttlMs])) === 1;
+    if (renewed) this.extended(grant as FairGrant, sentAt, ttlMs);
+    return renewed;
+  }
+
+  async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
+    const sentAt = Date.now();
+    const replies = await pipelined(
+      this.connection,
+      grants.map((grant) => grant.key),
+      (pipeline, index) => queueScript(pipeline, 'compare-pexpire', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+    );
+    return replies.map((reply, index) => {
+      const renewed = Number(reply) === 1;
+      if (renewed) this.extended(grants[index] as FairGrant, sentAt, ttlMs[index]!);
+      return renewed;
+    });
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    if (this.unextended.size > 0) this.unextended.delete(grant as FairGrant);
+    return Number(await runScript(this.connection, 'fair-release', fairKeys(grant.key), [grant.token, this.channelPrefix, this.publish])) === 1;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopTicking();
+    // Waiters still queued leave (their core acquire is being aborted by the client's close anyway).
+    for (const waiter of [...this.waiters.values()]) waiter.cancel();
+    await Promise.allSettled([...this.leaving]);
+  }
+
+  /** The grant channel's subscriber socket, if one was opened, for the backend to close. */
+  subscriber(): Redis | Cluster | undefined {
+    return this.grants.close();
+  }
+
+  // ---- the pieces ------------------------------------------------------------------------------
+
+  /** "<clientId>.<ttl>.<n>": unique per backend (random client id), and the scripts read the rest. */
+  private newToken(ttlMs: number): string {
+    this.sequence += 1;
+    return `${this.clientId}.${ttlMs}.${this.sequence.toString(36)}`;
+  }
+
+  private async attempt(request: AcquireRequest, token: string, join: '0' | '1'): Promise<[number, number]> {
+    return pair(await runScript(this.connection, 'fair-acquire', fairKeys(request.key), [token, request.ttlMs, this.settings.waiterLeaseMs, join, this.channelPrefix, this.publish]));
+  }
+
+  private grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): FairGrant {
+    const grant: FairGrant = { key: request.key, owner: request.owner, token, fence, ttlMs: request.ttlMs, request };
+    if (validUntil !== undefined) grant.validUntil = validUntil;
+    return grant;
+  }
+
+  /** A confirmed extension to `ttlMs` sent at `sentAt`: a grant that carries its own bound moves it. */
+  private extended(grant: FairGrant, sentAt: number, ttlMs: number): void {
+    if (grant.validUntil !== undefined) grant.validUntil = sentAt + ttlMs - driftMs(ttlMs);
+    if (this.unextended.size > 0) this.unextended.delete(grant);
+  }
+
+  private waitForGrant(request: AcquireRequest, token: string, sentAt: number, pttl: number, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    return new Promise<Grant | undefined>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (): void => {
+        waiter.done = true;
+        if (timer !== undefined) clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.waiters.delete(token);
+        if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
+      };
+      const waiter: Waiter = {
+        request,
+        keys: fairKeys(request.key),
+        token,
+        waitingSeenAt: sentAt,
+        done: false,
+        grant: (grant) => {
+          if (waiter.done) return;
+          finish();
+          resolve(grant);
+        },
+        stillWaiting: (holderPttl, checkedAt) => {
+          if (waiter.done) return;
+          if (checkedAt > waiter.waitingSeenAt) waiter.waitingSeenAt = checkedAt;
+          if (timer !== undefined) clearTimeout(timer);
+          // Re-check when the holder's lease runs out (its crash needs no event), or at the deadline.
+          const recheckAt = holderPttl >= 0 ? Date.now() + holderPttl + 1 : Date.now() + this.heartbeatMs;
+          timer = setTimeout(onTimer, Math.max(0, Math.min(deadline, recheckAt) - Date.now()));
+        },
+        cancel: () => leave(),
+      };
+      const leave = (): void => {
+        if (waiter.done) return;
+        finish();
+        const left = this.giveUp(waiter);
+        left.then(() => resolve(undefined), reject);
+      };
+      const onAbort = (): void => leave();
+      const onTimer = (): void => {
+        timer = undefined;
+        if (waiter.done) return;
+        if (Date.now() >= deadline) return leave();
+        const checkedAt = Date.now();
+        this.attempt(request, token, '1').then(
+          ([held, value]) => {
+            if (held === 1) waiter.grant(this.grantOf(request, token, value, checkedAt + request.ttlMs - driftMs(request.ttlMs)));
+            else waiter.stillWaiting(value, checkedAt);
+          },
+          (error: unknown) => {
+            if (waiter.done) return;
+            finish();
+            // The server may still hold our entry: leave (best effort), then report the failure.
+            this.giveUp(waiter).then(() => reject(error), () => reject(error));
+          },
+        );
+      };
+      const recheckNow = (): void => {
+        if (waiter.done) return;
+        if (timer !== undefined) clearTimeout(timer);
+        onTimer();
+      };
+      this.waiters.set(token, waiter);
+      if (signal.aborted || this.closed) return leave();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.startTicking();
+      waiter.stillWaiting(pttl, sentAt);
+      const ready = this.grants.ready();
+      // Queued before our subscription was live: a grant may already have been sent unheard.
+      if (ready !== true) void ready.then(recheckNow);
+    });
+  }
+
+  /** fair-leave: no entry left behind; a grant that raced us is passed on by the script. */
+  private giveUp(waiter: Waiter): Promise<void> {
+    waiter.done = true;
+    this.waiters.delete(waiter.token);
+    const left = runScript(this.connection, 'fair-leave', waiter.keys, [waiter.token, this.channelPrefix, this.publish]).then(() => undefined);
+    this.leaving.add(left);
+    const forget = (): void => {
+      this.leaving.delete(left);
+    };
+    left.then(forget, forget);
+    return left;
+  }
+
+  private onGrantMessage(token: string, fence: number): void {
+    const waiter = this.waiters.get(token);
+    if (waiter === undefined || waiter.done) return;
+    const { request } = waiter;
+    // The grant started after waitingSeenAt and lasts min(ttl, the waiter deadline it had left),
+    // and that deadline was at least waitingSeenAt + waiterLeaseMs.
+    const claimMs = Math.min(request.ttlMs, this.settings.waiterLeaseMs);
+    const validUntil = waiter.waitingSeenAt + claimMs - driftMs(claimMs);
+    const grant = this.grantOf(request, token, fence, validUntil);
+    const leftMs = validUntil - Date.now();
+    const short = claimMs < request.ttlMs;
+    if (short ? leftMs > 2 * this.heartbeatMs : leftMs > request.ttlMs / 2) {
+      // Enough time left to extend at a later tick (most holds are released long before it).
+      if (short) {
+        this.unextended.add(grant);
+        this.startTicking();
+      }
+      waiter.grant(grant);
+      return;
+    }
+    // Too little left for a tick: extend now, before the holder starts.
+    waiter.done = true; // no re-check or heartbeat may run for it meanwhile
+    const sentAt = Date.now();
+    runScript(this.connection, 'compare-pexpire', [request.key], [token, request.ttlMs]).then(
+      (reply) => {
+        waiter.done = false;
+        if (Number(reply) === 1) {
+          this.extended(grant, sentAt, request.ttlMs);
+          waiter.grant(grant);
+        } else {
+          waiter.stillWaiting(-1, sentAt); // the claim ran out unheard: back to the queue's re-check
+        }
+      },
+      () => {
+        waiter.done = false;
+        waiter.stillWaiting(-1, sentAt);
+      },
+    );
+  }
+
+  // ---- the tick: heartbeats of queued waiters and extensions of fresh grants, one pipeline ------
+
+  private startTicking(): void {
+    if (this.tickTimer !== undefined || this.closed) return;
+    this.tickTimer = setInterval(() => void this.tick(), this.heartbeatMs);
+    this.tickTimer.unref();
+  }
+
+  private stopTicking(): void {
+    if (this.tickTimer !== undefined) clearInterval(this.tickTimer);
+    this.tickTimer = undefined;
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking) return;
+    const waiters = [...this.waiters.values()].filter((waiter) => !waiter.done);
+    const grants = [...this.unextended];
+    this.unextended.clear();
+    if (waiters.length === 0 && grants.length === 0) {
+      this.stopTicking();
+      return;
+    }
+    this.ticking = true;
+    const sentAt = Date.now();
+    const calls: { name: ScriptName; keys: readonly string[]; args: (string | number)[] }[] = [
+      ...waiters.map((waiter) => ({
+        name: 'fair-acquire' as const,
+        keys: waiter.keys,
+        args: [waiter.token, waiter.request.ttlMs, this.settings.waiterLeaseMs, '1', this.channelPrefix, this.publish],
+      })),
+      ...grants.map((grant) => ({ name: 'compare-pexpire' as const, keys: [grant.key], args: [grant.token, grant.ttlMs] })),
+    ];
+    try {
+      const replies = await pipelined(
+        this.connection,
+        calls.map((call) => call.keys[0]!),
+        (pipeline, index) => queueScript(pipeline, calls[index]!.name, calls[index]!.keys, calls[index]!.args),
+      );
+      for (const [index, waiter] of waiters.entries()) {
+        const [held, value] = pair(replies[index]);
+        const { request, token } = waiter;
+        if (held === 1) waiter.grant(this.grantOf(request, token, value, sentAt + request.ttlMs - driftMs(request.ttlMs)));
+        else if (!waiter.done && sentAt > waiter.waitingSeenAt) waiter.waitingSeenAt = sentAt;
+      }
+      for (const [index, grant] of grants.entries()) {
+        if (Number(replies[waiters.length + index]) === 1) this.extended(grant, sentAt, grant.ttlMs);
+        else grant.request.onLost(grant, new Error('the lock granted by the queue expired before it could be extended'));
+      }
+    } catch {
+      // Unknown outcome: the waiters re-check on their own timers; the grants try again next tick.
+      for (const grant of grants) if (grant.validUntil !== undefined && grant.validUntil > Date.now()) this.unextended.add(grant);
+    } finally {
+      this.ticking = false;
+    }
+  }
+}
+
+/** The fair scripts' KEYS: the lock, its fencing counter, its queue and its waiters' deadlines (one slot). */
+export function fairKeys(key: string): string[] {
+  return [key, fenceKey(key), siblingKey(key, 'queue'), siblingKey(key, 'waiters')];
+}
