@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { check, findOverlaps, longestGap } from '../src/compare/checker.js';
+import { check, findOverlaps, longestGap, longestGapDuring } from '../src/compare/checker.js';
+import { outcomeOf } from '../src/compare/outcome.js';
+import { row } from '../src/compare/scenario-kit.js';
 import type { History, Interval } from '../src/compare/history.js';
 import { FencedRegister, PlainRegister } from '../src/compare/stores.js';
 
@@ -11,12 +13,12 @@ const hist = (intervals: Interval[], extra: Partial<History> = {}): History => (
 describe('compare checker', () => {
   it('counts an overlap between two clients', () => {
     const r = check(hist([iv('a', 0, 50, 1), iv('b', 40, 80, 2)]));
-    expect(r.violations).toBe(1);
-    expect(r.overlaps[0]).toMatchObject({ start: 40, end: 50 });
+    expect(r.overlaps).toBe(1);
+    expect(r.overlapPairs[0]).toMatchObject({ start: 40, end: 50 });
   });
 
   it('finds no overlap in disjoint holds', () => {
-    expect(check(hist([iv('a', 0, 10), iv('b', 20, 30), iv('a', 40, 50)])).violations).toBe(0);
+    expect(check(hist([iv('a', 0, 10), iv('b', 20, 30), iv('a', 40, 50)])).overlaps).toBe(0);
   });
 
   it('does not count touching intervals as overlaps', () => {
@@ -52,5 +54,22 @@ describe('compare checker', () => {
     const r = check(hist([lost, iv('b', 60, 70, 2)]));
     expect(r.lostNotices).toBe(1);
     expect(r.lostNoticeLeadMs).toEqual([20]);
+  });
+
+  it('counts only the gaps between holds that touch a fault window as the fault\'s unavailability', () => {
+    const holds = [iv('a', 100, 200), iv('b', 300, 400), iv('c', 2000, 2100)];
+    // Start-up (0..100) is never counted; 200..300 misses the window; 400..2000 touches it.
+    expect(longestGapDuring(holds, [{ start: 1000, end: 1100 }])).toBe(1600);
+    expect(longestGapDuring(holds, [{ start: 250, end: 260 }])).toBe(100);
+    expect(longestGapDuring(holds, [{ start: 0, end: 50 }])).toBe(0);
+  });
+
+  it('names a run overlapped, unavailable or exclusive', () => {
+    const fault = { label: 'f', start: 1000, end: 1100 };
+    const outcome = (intervals: Interval[]) => outcomeOf(row('zookeeper', 'm', 's', hist(intervals, { faults: [fault], endedAt: 3000 }), 'x', () => true));
+    expect(outcome([iv('a', 0, 500), iv('b', 400, 900)])).toBe('overlapped');
+    expect(outcome([iv('a', 0, 900), iv('b', 2100, 2200)])).toBe('unavailable');
+    expect(outcome([iv('a', 0, 1000), iv('b', 1010, 2200)])).toBe('exclusive');
+    expect(outcome([])).toBe('unavailable');
   });
 });

@@ -9,8 +9,9 @@ export interface Overlap {
 
 export interface CheckResult {
   readonly acquisitions: number;
-  readonly violations: number;
-  readonly overlaps: Overlap[];
+  /** Pairs of holds by different clients that intersect in time: mutual exclusion broken. */
+  readonly overlaps: number;
+  readonly overlapPairs: Overlap[];
   readonly staleWritesAcceptedPlain: number;
   readonly staleWritesRejectedFenced: number;
   readonly staleWritesAcceptedFenced: number;
@@ -18,11 +19,17 @@ export interface CheckResult {
   /** For each loss notice with a known lease expiry: expiry - notice (positive = in time). */
   readonly lostNoticeLeadMs: number[];
   readonly acquisitionsPerSecond: number;
+  /** The longest window with no holder, anywhere in the run (start-up included). */
   readonly maxUnavailableMs: number;
+  /**
+   * The longest window with no holder that touches a fault window, counted between holds only
+   * (client start-up and wind-down excluded): what the fault cost in availability.
+   */
+  readonly faultUnavailableMs: number;
 }
 
 /**
- * Mutual-exclusion violations: pairs of intervals of different clients whose open interiors
+ * Overlaps (mutual exclusion broken): pairs of intervals of different clients whose open interiors
  * intersect. Touching intervals (a.end === b.start) are not overlaps: the release happened-before
  * the next acquire. Sweep over intervals sorted by start, O(n log n + overlaps).
  */
@@ -57,6 +64,21 @@ export function longestGap(intervals: readonly Interval[], startedAt: number, en
   return longest;
 }
 
+/** The longest gap between holds that intersects one of `windows` (no edges: from the first hold to the last). */
+export function longestGapDuring(intervals: readonly Interval[], windows: readonly { start: number; end: number }[]): number {
+  const sorted = [...intervals].sort((x, y) => x.start - y.start);
+  let cursor: number | undefined;
+  let longest = 0;
+  for (const i of sorted) {
+    if (cursor !== undefined && i.start > cursor) {
+      const gap = { start: cursor, end: i.start };
+      if (windows.some((w) => w.start <= gap.end && w.end >= gap.start)) longest = Math.max(longest, gap.end - gap.start);
+    }
+    cursor = Math.max(cursor ?? i.end, i.end);
+  }
+  return longest;
+}
+
 export function check(history: History): CheckResult {
   const overlaps = findOverlaps(history.intervals);
   const lost = history.intervals.filter((i) => i.lostNoticeAt !== undefined);
@@ -66,8 +88,8 @@ export function check(history: History): CheckResult {
   const seconds = Math.max(1e-3, (history.endedAt - history.startedAt) / 1000);
   return {
     acquisitions: history.intervals.length,
-    violations: overlaps.length,
-    overlaps,
+    overlaps: overlaps.length,
+    overlapPairs: overlaps,
     staleWritesAcceptedPlain: history.plainWrites.filter((w) => w.stale && w.accepted).length,
     staleWritesRejectedFenced: history.fencedWrites.filter((w) => w.stale && !w.accepted).length,
     staleWritesAcceptedFenced: history.fencedWrites.filter((w) => w.stale && w.accepted).length,
@@ -75,5 +97,6 @@ export function check(history: History): CheckResult {
     lostNoticeLeadMs: lead,
     acquisitionsPerSecond: history.intervals.length / seconds,
     maxUnavailableMs: Math.round(longestGap(history.intervals, history.startedAt, history.endedAt)),
+    faultUnavailableMs: Math.round(longestGapDuring(history.intervals, history.faults)),
   };
 }

@@ -16,12 +16,23 @@ export interface ScenarioResult {
   readonly matched: boolean;
 }
 
+export interface RunOptions {
+  /** Shorter runs (fewer seconds per row), as `--quick` and the CI smoke test use. */
+  readonly quick: boolean;
+  /** Only rows whose `backend/mode` passes (all rows when absent). */
+  readonly only?: (backendMode: string) => boolean;
+  /** Told of each row as it is measured (progress output). */
+  readonly onRow?: (r: ScenarioResult) => void;
+}
+
 export interface Scenario {
   readonly name: string;
-  /** One scenario per class runs under --quick. */
-  readonly quick: boolean;
+  /** One sentence for the report: what the fault is and what it stands for in production. */
+  readonly description: string;
+  /** Every `backend/mode` row this scenario can produce, in order (for --help and planning). */
+  readonly rows: readonly string[];
   /** Rows this scenario produces (one per backend/mode). Throws SkipError when it cannot run here. */
-  run(opts: { quick: boolean; onRow?: (r: ScenarioResult) => void }): Promise<ScenarioResult[]>;
+  run(opts: RunOptions): Promise<ScenarioResult[]>;
 }
 
 export class SkipError extends Error {}
@@ -49,6 +60,33 @@ export async function requireAdapter(pkg: string): Promise<void> {
 /** The server fixtures, loaded only when a scenario runs (they pull in testcontainers). */
 export async function servers(): Promise<typeof import('@deadbolt/conformance/servers')> {
   return import('@deadbolt/conformance/servers');
+}
+
+/**
+ * Runs `runOne` for each wanted row, in order. A row whose adapter cannot be imported is skipped
+ * (said on stderr) without skipping the others; SkipError when no row could run.
+ */
+export async function forEachRow<T extends { readonly backend: string; readonly mode: string; readonly pkg: string }>(
+  scenario: string, rows: readonly T[], opts: RunOptions, runOne: (t: T) => Promise<ScenarioResult>,
+): Promise<ScenarioResult[]> {
+  const wanted = rows.filter((t) => opts.only?.(`${t.backend}/${t.mode}`) ?? true);
+  if (wanted.length === 0) throw new SkipError('no row selected');
+  const out: ScenarioResult[] = [];
+  const skipped: string[] = [];
+  for (const t of wanted) {
+    try {
+      await requireAdapter(t.pkg);
+    } catch (error) {
+      if (error instanceof SkipError) { skipped.push(error.message); continue; }
+      throw error;
+    }
+    const r = await runOne(t);
+    out.push(r);
+    opts.onRow?.(r);
+  }
+  if (out.length === 0) throw new SkipError(skipped.join('; '));
+  for (const reason of skipped) process.stderr.write(`${scenario}: row skipped, ${reason}\n`);
+  return out;
 }
 
 /** Checks a history and states whether it matched the prediction `ok`. */

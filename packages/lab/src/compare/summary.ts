@@ -1,55 +1,67 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, totalmem, platform, release } from 'node:os';
 import { join } from 'node:path';
-import type { ScenarioResult } from './scenarios.js';
-import { timelineHtml } from './timeline.js';
+import { machineInfo } from './machine.js';
+import { outcomeOf, type Outcome } from './outcome.js';
+import { indexHtml } from './report.js';
+import { scenarios, type ScenarioResult } from './scenarios.js';
+import { timelineFile, timelineHtml } from './timeline.js';
 
-/** The summary.json row, shaped exactly as issue 8 specifies. */
+/** One summary.json row per backend/mode x scenario. */
 export interface SummaryRow {
-  backend: string; mode: string; class: 'CP' | 'AP'; scenario: string; acquisitions: number; violations: number;
-  staleWritesAcceptedPlain: number; staleWritesAcceptedFenced: number; lostNotices: number; maxUnavailableMs: number;
+  backend: string; mode: string; class: 'CP' | 'AP'; scenario: string; outcome: Outcome; matched: boolean; acquisitions: number; overlaps: number;
+  staleWritesAcceptedPlain: number; staleWritesRejectedFenced: number; staleWritesAcceptedFenced: number; lostNotices: number;
+  maxUnavailableMs: number; faultUnavailableMs: number;
 }
 
 export function toRow(r: ScenarioResult): SummaryRow {
   const c = r.check;
   return {
-    backend: r.backend, mode: r.mode, class: r.class, scenario: r.scenario, acquisitions: c.acquisitions, violations: c.violations,
-    staleWritesAcceptedPlain: c.staleWritesAcceptedPlain, staleWritesAcceptedFenced: c.staleWritesAcceptedFenced,
-    lostNotices: c.lostNotices, maxUnavailableMs: c.maxUnavailableMs,
+    backend: r.backend, mode: r.mode, class: r.class, scenario: r.scenario, outcome: outcomeOf(r), matched: r.matched, acquisitions: c.acquisitions, overlaps: c.overlaps,
+    staleWritesAcceptedPlain: c.staleWritesAcceptedPlain, staleWritesRejectedFenced: c.staleWritesRejectedFenced, staleWritesAcceptedFenced: c.staleWritesAcceptedFenced,
+    lostNotices: c.lostNotices, maxUnavailableMs: c.maxUnavailableMs, faultUnavailableMs: c.faultUnavailableMs,
   };
 }
 
-const columns: (keyof SummaryRow)[] = ['backend', 'mode', 'class', 'scenario', 'acquisitions', 'violations', 'staleWritesAcceptedPlain', 'staleWritesAcceptedFenced', 'lostNotices', 'maxUnavailableMs'];
+/** Column heading and cell, shared by the terminal and the markdown tables. */
+const columns: [string, (r: ScenarioResult) => string][] = [
+  ['backend', (r) => r.backend], ['mode', (r) => r.mode], ['class', (r) => r.class], ['scenario', (r) => r.scenario],
+  ['outcome', (r) => outcomeOf(r)], ['acquisitions', (r) => String(r.check.acquisitions)], ['overlaps', (r) => String(r.check.overlaps)],
+  ['stale writes plain / fenced', (r) => `${r.check.staleWritesAcceptedPlain} / ${r.check.staleWritesAcceptedFenced}`],
+  ['loss notices', (r) => String(r.check.lostNotices)], ['longest wait ms', (r) => String(r.check.faultUnavailableMs)],
+  ['as predicted', (r) => (r.matched ? 'yes' : 'NO')],
+];
 
 export function markdownTable(results: readonly ScenarioResult[]): string {
-  const head = [...columns, 'matched'];
-  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
-  for (const r of results) lines.push(`| ${columns.map((c) => String(toRow(r)[c])).join(' | ')} | ${r.matched ? 'yes' : 'NO'} |`);
+  const lines = [`| ${columns.map(([h]) => h).join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`];
+  for (const r of results) lines.push(`| ${columns.map(([, f]) => f(r)).join(' | ')} |`);
   return lines.join('\n');
 }
 
 export function terminalTable(results: readonly ScenarioResult[]): string {
-  const head = ['backend', 'mode', 'class', 'scenario', 'acq', 'viol', 'stalePlain', 'staleFenced', 'lost', 'maxUnavMs', 'matched'];
-  const rows = results.map((r) => { const x = toRow(r); return [x.backend, x.mode, x.class, x.scenario, x.acquisitions, x.violations, x.staleWritesAcceptedPlain, x.staleWritesAcceptedFenced, x.lostNotices, x.maxUnavailableMs, r.matched ? 'yes' : 'NO'].map(String); });
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
-  return [fmt(head), fmt(widths.map((w) => '-'.repeat(w))), ...rows.map(fmt)].join('\n');
+  const rows = results.map((r) => columns.map(([, f]) => f(r)));
+  const widths = columns.map(([h], i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const fmt = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [fmt(columns.map(([h]) => h)), fmt(widths.map((w) => '-'.repeat(w))), ...rows.map(fmt)].join('\n');
 }
 
-export async function writeResults(dir: string, results: readonly ScenarioResult[], skipped: Record<string, string>): Promise<string[]> {
+/** Writes index.html (first in the returned list), a timeline page per run, summary.md and summary.json. */
+export async function writeResults(dir: string, results: readonly ScenarioResult[], notRun: Record<string, string>, run: { quick: boolean; elapsedMs: number }): Promise<string[]> {
   await mkdir(dir, { recursive: true });
-  const machine = { platform: platform(), release: release(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
+  const machine = await machineInfo();
   const files: string[] = [];
-  const json = join(dir, 'summary.json');
-  await writeFile(json, JSON.stringify({ machine, rows: results.map(toRow), skipped }, null, 2));
-  const md = join(dir, 'summary.md');
-  const skippedMd = Object.entries(skipped).map(([k, v]) => `- ${k}: skipped, ${v}`).join('\n');
-  await writeFile(md, `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: expected ${r.expectation}: ${r.matched ? 'matched' : 'did NOT match'}`).join('\n')}\n${skippedMd ? `\n${skippedMd}\n` : ''}`);
-  files.push(json, md);
+  const index = join(dir, 'index.html');
+  await writeFile(index, indexHtml(results, { machine, scenarios, notRun, quick: run.quick, elapsedMs: run.elapsedMs, finishedAt: new Date() }));
+  files.push(index);
   for (const r of results) {
-    const html = join(dir, `${r.scenario}-${r.backend}-${r.mode}.html`);
-    await writeFile(html, timelineHtml(r));
+    const html = join(dir, timelineFile(r));
+    await writeFile(html, timelineHtml(r, scenarios.find((s) => s.name === r.scenario)?.description));
     files.push(html);
   }
+  const json = join(dir, 'summary.json');
+  await writeFile(json, `${JSON.stringify({ machine, quick: run.quick, rows: results.map(toRow), notRun }, null, 2)}\n`);
+  const md = join(dir, 'summary.md');
+  const notRunMd = Object.entries(notRun).map(([k, v]) => `- ${k}: not run, ${v.split('\n')[0]}`).join('\n');
+  await writeFile(md, `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}, servers: ${machine.servers}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: predicted ${r.expectation}: ${r.matched ? 'as predicted' : 'NOT as predicted'}`).join('\n')}\n${notRunMd ? `\n${notRunMd}\n` : ''}`);
+  files.push(json, md);
   return files;
 }

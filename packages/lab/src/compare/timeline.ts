@@ -1,39 +1,177 @@
-import { findOverlaps } from './checker.js';
-import type { ScenarioResult } from './scenarios.js';
-import { toRow } from './summary.js';
-
-const esc = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-
 /**
- * One self-contained HTML page per run: an SVG timeline with a lane per client, holds as bars
- * (blue released, orange lost), overlaps in red, fault windows shaded grey, time in seconds below.
+ * One self-contained HTML page per run: what happened told in sentences, then an SVG timeline
+ * (a lane per client, the two registers' writes, the fault window labelled), a legend, and the
+ * figures as a table.
  */
-export function timelineHtml(r: ScenarioResult): string {
+import type { Interval, WriteRecord } from './history.js';
+import { colours, esc, page, seconds, swatch } from './html-kit.js';
+import { outcomeOf, outcomeText } from './outcome.js';
+import type { ScenarioResult } from './scenario-kit.js';
+
+/** The file name of a run's page, relative to the report's directory. */
+export const timelineFile = (r: ScenarioResult): string => `${r.scenario}-${r.backend}-${r.mode}.html`;
+
+const at = (r: ScenarioResult, t: number): string => seconds(t - r.history.startedAt);
+
+/** Sentences a newcomer can follow, built from the history (the figures table has the rest). */
+export function story(r: ScenarioResult): string[] {
+  const h = r.history;
+  const c = r.check;
+  const lines: string[] = [];
+  for (const f of h.faults) lines.push(`The fault, <b>${esc(f.label)}</b>, lasted from ${at(r, f.start)} to ${at(r, f.end)} (the grey band).`);
+  const clients = new Set(h.intervals.map((i) => i.client)).size;
+  lines.push(`${clients} clients took the lock ${c.acquisitions} times in ${seconds(h.endedAt - h.startedAt)}.`);
+  const first = c.overlapPairs[0];
+  if (first) {
+    const [older, newer] = first.a.start <= first.b.start ? [first.a, first.b] : [first.b, first.a];
+    lines.push(`<b>Two holders at once:</b> ${esc(newer.client)} took the lock at ${at(r, newer.start)} while ${esc(older.client)} still believed it held it (from ${at(r, older.start)} until ${at(r, older.end)}), for ${seconds(first.end - first.start)}. ${c.overlaps === 1 ? 'That was the only overlap.' : `${c.overlaps} overlapping pairs in all.`}`);
+  } else {
+    lines.push('No two clients ever held the lock at the same time.');
+  }
+  for (const i of h.intervals.filter((x) => x.lostNoticeAt !== undefined).slice(0, 3)) {
+    const lead = i.leaseExpiresAt !== undefined ? (i.leaseExpiresAt - (i.lostNoticeAt as number)) : undefined;
+    const when = lead === undefined ? '' : lead >= 0 ? `, ${Math.round(lead)} ms before its lease ran out by its own count` : `, ${Math.round(-lead)} ms after its lease had run out`;
+    lines.push(`${esc(i.client)} was told it had lost the lock at ${at(r, i.lostNoticeAt as number)}${when} (the orange diamond).`);
+  }
+  const stalePlain = h.plainWrites.filter((w) => w.stale && w.accepted);
+  const staleFenced = h.fencedWrites.filter((w) => w.stale);
+  const fenced = h.intervals.some((i) => i.fence !== undefined);
+  if (!fenced) lines.push('This backend gives no fencing tokens, so no register can tell a stale write from a fresh one.');
+  else if (stalePlain.length === 0 && staleFenced.length === 0) lines.push('No stale write happened: every write came from the newest holder.');
+  else {
+    const w = staleFenced[0] ?? stalePlain[0]!;
+    const plainVerdict = stalePlain.length > 0 ? 'the <b>plain register accepted</b> it, overwriting the newer holder\'s work' : 'the plain register had nothing to overwrite';
+    const fencedVerdict = h.fencedWrites.some((x) => x.stale && x.accepted) ? 'the fenced register <b>accepted it too</b>' : 'the <b>fenced register rejected</b> it (its fence was lower than one it had already seen)';
+    lines.push(`<b>A stale write:</b> ${esc(w.client)} wrote at ${at(r, w.at)} with fence ${w.fence ?? '-'}, after a newer holder had written; ${plainVerdict}, and ${fencedVerdict}.`);
+  }
+  if (c.faultUnavailableMs > 0) lines.push(`The longest stretch with no holder around the fault was ${seconds(c.faultUnavailableMs)}.`);
+  return lines;
+}
+
+interface Layout { readonly width: number; readonly left: number; readonly right: number; readonly x: (t: number) => number }
+
+function axis(r: ScenarioResult, l: Layout, top: number, bottom: number): string {
+  const span = (r.history.endedAt - r.history.startedAt) / 1000;
+  const step = span > 30 ? 5 : span > 12 ? 2 : 1;
+  const parts: string[] = [];
+  for (let s = 0; s <= span + 1e-9; s += step) {
+    const xs = l.x(r.history.startedAt + s * 1000);
+    parts.push(`<line x1="${xs}" y1="${top}" x2="${xs}" y2="${bottom}" stroke="#e5e5e5"/>`);
+    parts.push(`<text x="${xs}" y="${bottom + 14}" font-size="11" text-anchor="middle">${s}</text>`);
+  }
+  parts.push(`<text x="${(l.left + l.width - l.right) / 2}" y="${bottom + 32}" font-size="12" text-anchor="middle">time since the run started (seconds)</text>`);
+  return parts.join('');
+}
+
+function holdBar(i: Interval, y: number, l: Layout, r: ScenarioResult): string {
+  const x0 = l.x(i.start);
+  const w = Math.max(1.5, l.x(i.end) - x0);
+  const title = `${i.client} held the lock from ${at(r, i.start)} to ${at(r, i.end)}, fence ${i.fence ?? 'none'}, ${i.outcome === 'lost' ? 'ended by a loss notice' : 'ended by its release'}`;
+  return `<rect x="${x0}" y="${y}" width="${w}" height="16" fill="${i.outcome === 'lost' ? colours.lost : colours.released}"><title>${esc(title)}</title></rect>`;
+}
+
+function writeMark(w: WriteRecord, y: number, l: Layout, r: ScenarioResult, register: string): string {
+  const cx = l.x(w.at);
+  const title = `${w.client} wrote to the ${register} register at ${at(r, w.at)} with fence ${w.fence ?? 'none'}: ${w.accepted ? 'accepted' : 'rejected'}${w.stale ? ' (a stale write)' : ''}`;
+  const ring = w.stale ? `<circle cx="${cx}" cy="${y}" r="9" fill="none" stroke="${colours.overlap}" stroke-width="2"/>` : '';
+  const mark = w.accepted
+    ? `<circle cx="${cx}" cy="${y}" r="4" fill="${colours.accepted}"/>`
+    : `<path d="M${cx - 5} ${y - 5} L${cx + 5} ${y + 5} M${cx + 5} ${y - 5} L${cx - 5} ${y + 5}" stroke="${colours.rejected}" stroke-width="2.5"/>`;
+  // A white halo keeps the label readable over the marks it crosses.
+  const label = w.stale ? `<text x="${cx + 12}" y="${y - 6}" font-size="11" font-weight="600" fill="${colours.overlap}" stroke="#fff" stroke-width="4" paint-order="stroke">stale write ${w.accepted ? 'accepted' : 'rejected'}</text>` : '';
+  return `<g><title>${esc(title)}</title>${ring}${mark}${label}</g>`;
+}
+
+export function timelineSvg(r: ScenarioResult): string {
   const h = r.history;
   const clients = [...new Set(h.intervals.map((i) => i.client))].sort();
-  const width = 1100; const left = 60; const lane = 28; const top = 20;
+  const width = 1080; const left = 150; const right = 130; const lane = 30; const top = 40;
   const span = Math.max(1, h.endedAt - h.startedAt);
-  const x = (t: number): number => left + ((t - h.startedAt) / span) * (width - left - 10);
-  const height = top + clients.length * lane + 40;
+  const l: Layout = { width, left, right, x: (t) => left + ((t - h.startedAt) / span) * (width - left - right) };
+  const registersTop = top + clients.length * lane + 34;
+  const bottom = registersTop + 2 * lane;
+  const height = bottom + 44;
   const parts: string[] = [];
-  for (const f of h.faults) parts.push(`<rect x="${x(f.start)}" y="0" width="${Math.max(1, x(f.end) - x(f.start))}" height="${height - 20}" fill="#ccc" opacity="0.6"><title>${esc(f.label)}</title></rect>`);
-  clients.forEach((c, n) => parts.push(`<text x="4" y="${top + n * lane + 17}" font-size="12">${esc(c)}</text>`));
-  for (const i of h.intervals) {
-    const y = top + clients.indexOf(i.client) * lane + 4;
-    parts.push(`<rect x="${x(i.start)}" y="${y}" width="${Math.max(1, x(i.end) - x(i.start))}" height="18" fill="${i.outcome === 'lost' ? '#e8a33d' : '#4a7fd4'}"><title>${esc(i.client)} fence ${i.fence ?? '-'} ${Math.round(i.end - i.start)}ms ${i.outcome}</title></rect>`);
+  parts.push(axis(r, l, top - 6, bottom));
+  for (const f of h.faults) {
+    const x0 = l.x(f.start);
+    const w = Math.max(2, l.x(f.end) - x0);
+    parts.push(`<rect x="${x0}" y="${top - 6}" width="${w}" height="${bottom - top + 6}" fill="${colours.fault}" opacity="0.3"><title>${esc(f.label)}</title></rect>`);
+    // The label sits above the band, starting at the band, kept inside the chart.
+    const labelX = Math.min(x0, width - right - 7 * (f.label.length + 7));
+    parts.push(`<text x="${Math.max(left, labelX)}" y="${top - 14}" font-size="12" font-weight="600">fault: ${esc(f.label)}</text>`);
   }
-  for (const o of findOverlaps(h.intervals)) {
+  clients.forEach((c, n) => parts.push(`<text x="${left - 10}" y="${top + n * lane + 13}" font-size="12" text-anchor="end">client ${esc(c)}</text>`));
+  for (const i of h.intervals) parts.push(holdBar(i, top + clients.indexOf(i.client) * lane, l, r));
+  // Overlaps are outlined, not painted over: the bars' own colours (a loss notice) stay visible.
+  for (const o of r.check.overlapPairs) {
     for (const iv of [o.a, o.b]) {
-      const y = top + clients.indexOf(iv.client) * lane + 4;
-      parts.push(`<rect x="${x(o.start)}" y="${y}" width="${Math.max(2, x(o.end) - x(o.start))}" height="18" fill="#d62728"><title>overlap ${Math.round(o.end - o.start)}ms</title></rect>`);
+      const y = top + clients.indexOf(iv.client) * lane;
+      parts.push(`<rect x="${l.x(o.start)}" y="${y - 3}" width="${Math.max(2, l.x(o.end) - l.x(o.start))}" height="22" fill="none" stroke="${colours.overlap}" stroke-width="2.5" stroke-dasharray="5 2"><title>two holders at once for ${Math.round(o.end - o.start)} ms</title></rect>`);
     }
   }
-  for (let s = 0; s <= span / 1000; s++) parts.push(`<text x="${x(h.startedAt + s * 1000)}" y="${height - 8}" font-size="10">${s}s</text>`);
-  const row = toRow(r);
-  return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(r.scenario)} ${esc(r.backend)}/${esc(r.mode)}</title></head>
-<body style="font-family:sans-serif"><h1>${esc(r.scenario)}: ${esc(r.backend)} / ${esc(r.mode)} (${r.class})</h1>
-<p>Expected: ${esc(r.expectation)}. Result: <b>${r.matched ? 'matched' : 'did not match'}</b>.</p>
-<pre>${esc(JSON.stringify(row, null, 1))}</pre>
-<p>Lanes are clients; blue bars are holds ended by release, orange bars holds ended by a loss notice, red marks two clients holding at once, grey shading is the fault window.</p>
-<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">${parts.join('')}</svg></body></html>\n`;
+  for (const i of h.intervals) {
+    if (i.lostNoticeAt === undefined) continue;
+    const cx = l.x(i.lostNoticeAt);
+    const cy = top + clients.indexOf(i.client) * lane + 8;
+    parts.push(`<path d="M${cx} ${cy - 9} L${cx + 7} ${cy} L${cx} ${cy + 9} L${cx - 7} ${cy} Z" fill="${colours.lost}" stroke="#6b4a00"><title>${esc(`${i.client} told it lost the lock at ${at(r, i.lostNoticeAt)}`)}</title></path>`);
+  }
+  parts.push(`<line x1="${left}" y1="${registersTop - 20}" x2="${width - right}" y2="${registersTop - 20}" stroke="#bbb"/>`);
+  const registers: [string, WriteRecord[]][] = [['plain', h.plainWrites], ['fenced', h.fencedWrites]];
+  registers.forEach(([name, writes], n) => {
+    const y = registersTop + n * lane + 8;
+    parts.push(`<text x="${left - 10}" y="${y + 4}" font-size="12" text-anchor="end">${name} register writes</text>`);
+    // Stale writes last, so their rings and labels sit on top.
+    for (const w of [...writes.filter((x) => !x.stale), ...writes.filter((x) => x.stale)]) parts.push(writeMark(w, y, l, r, name));
+  });
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="timeline of ${esc(r.scenario)} on ${esc(r.backend)} ${esc(r.mode)}">${parts.join('')}</svg>`;
+}
+
+export function legend(): string {
+  const items: [string, string][] = [
+    [swatch(colours.released), 'a hold that ended with a release'],
+    [swatch(colours.lost), 'a hold that ended when the client was told it lost the lock'],
+    [swatch(colours.lost, 'diamond'), 'the moment of that loss notice'],
+    [`<svg class="swatch" width="24" height="16" aria-hidden="true"><rect x="2" y="2" width="20" height="12" fill="none" stroke="${colours.overlap}" stroke-width="2.5" stroke-dasharray="5 2"/></svg>`, 'two clients holding at once (an overlap)'],
+    [swatch(colours.fault, 'band'), 'the fault window'],
+    [swatch(colours.accepted, 'dot'), 'a write the register accepted'],
+    [swatch(colours.rejected, 'cross'), 'a write the register rejected'],
+    [`<svg class="swatch" width="24" height="16" aria-hidden="true"><circle cx="12" cy="8" r="6" fill="none" stroke="${colours.overlap}" stroke-width="2"/></svg>`, 'a stale write (from a holder older than one that already wrote)'],
+  ];
+  return `<div class="legend">${items.map(([s, t]) => `<span>${s}${esc(t)}</span>`).join('')}</div>`;
+}
+
+export function figuresTable(r: ScenarioResult): string {
+  const c = r.check;
+  const lead = c.lostNoticeLeadMs.length > 0 ? c.lostNoticeLeadMs.map((m) => `${Math.round(m)} ms`).join(', ') : '-';
+  const rows: [string, string, string][] = [
+    ['acquisitions', String(c.acquisitions), 'times a client took the lock'],
+    ['acquisitions per second', c.acquisitionsPerSecond.toFixed(1), 'over the whole run'],
+    ['overlaps', String(c.overlaps), 'pairs of holds by different clients that intersect in time'],
+    ['stale writes accepted, plain register', String(c.staleWritesAcceptedPlain), 'writes from an older holder that the plain register took'],
+    ['stale writes rejected, fenced register', String(c.staleWritesRejectedFenced), 'writes the fenced register refused because their fence was too low'],
+    ['stale writes accepted, fenced register', String(c.staleWritesAcceptedFenced), 'should be 0 wherever the backend gives fencing tokens'],
+    ['loss notices', String(c.lostNotices), 'times a holder was told it had lost the lock'],
+    ['notice before lease expiry', lead, 'for each notice: how long before the lease ran out (negative: after)'],
+    ['longest wait with no holder, around the fault', `${c.faultUnavailableMs} ms`, 'what the fault cost in availability'],
+    ['longest wait with no holder, whole run', `${c.maxUnavailableMs} ms`, 'start-up included'],
+  ];
+  return `<table><thead><tr><th>figure</th><th>value</th><th>what it counts</th></tr></thead><tbody>${rows.map(([k, v, d]) => `<tr><td>${esc(k)}</td><td class="num">${esc(v)}</td><td>${esc(d)}</td></tr>`).join('')}</tbody></table>`;
+}
+
+export function timelineHtml(r: ScenarioResult, scenarioDescription = ''): string {
+  const outcome = outcomeOf(r);
+  const body = `<p><a href="index.html">&larr; all runs</a></p>
+<h1>${esc(r.scenario)}: ${esc(r.backend)} / ${esc(r.mode)} <span class="badge">${r.class}</span></h1>
+${scenarioDescription ? `<p>${esc(scenarioDescription)}</p>` : ''}
+<p>Predicted for this backend: ${esc(r.expectation)}.<br>Result: <b>${esc(outcomeText[outcome])}</b>; ${r.matched ? '<span class="verdict-yes">&#10003; as predicted</span>' : '<span class="verdict-no">&#10007; not as predicted</span>'}.</p>
+<h2>What happened</h2>
+<ul class="story">${story(r).map((s) => `<li>${s}</li>`).join('')}</ul>
+<h2>Timeline</h2>
+${legend()}
+${timelineSvg(r)}
+<p class="meta">Each lane is one client; time runs left to right. Hover a bar or a mark for its details.</p>
+<h2>Figures</h2>
+${figuresTable(r)}`;
+  return page(`${r.scenario} on ${r.backend}/${r.mode}`, body);
 }

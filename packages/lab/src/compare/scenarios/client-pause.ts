@@ -1,6 +1,7 @@
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
-import { requireAdapter, row, servers, sleep, type Scenario, type ScenarioResult } from '../scenario-kit.js';
+import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
+import { targets, type Target, type TargetName } from '../targets.js';
 
 /**
  * SIGSTOP the child client c0 inside its first critical section (after its lock check, before its
@@ -11,51 +12,36 @@ import { requireAdapter, row, servers, sleep, type Scenario, type ScenarioResult
 async function pauseFirstHold(ctx: RunContext, ttlMs: number): Promise<void> {
   const child = ctx.children[0];
   if (!child) throw new Error('client-pause needs a child-process client');
-  await ctx.fault(`SIGSTOP c0 ${ttlMs * 3}ms`, async () => {
+  await ctx.fault(`c0 paused (SIGSTOP) ${(ttlMs * 3) / 1000} s`, async () => {
     child.kill('SIGSTOP');
     await sleep(ttlMs * 3);
     child.kill('SIGCONT');
   });
 }
 
-interface Target {
-  backend: string; mode: string; pkg: string; start: () => Promise<{ url: string; stop(): Promise<void> }>; url: (u: string) => string;
-  /** Memcached has no fencing tokens: nothing can tell its stale write from a fresh one. */
-  unfenced?: boolean;
+const rows: TargetName[] = ['redis/setnx', 'redis/hash-reentrant', 'memcached/default', 'postgres/lease', 'zookeeper/ephemeral-sequential'];
+
+async function runTarget(t: Target, quick: boolean): Promise<ReturnType<typeof row>> {
+  const server = await t.start(await servers());
+  try {
+    const spec: RunSpec = {
+      url: t.url(server.url), clients: 3, childClients: 1, durationMs: t.ttlMs * (quick ? 6 : 8), ttlMs: t.ttlMs,
+      holdMs: 300, othersStartAfterFirstHold: true,
+    };
+    const history = await runWorkload(spec, (ctx) => pauseFirstHold(ctx, t.ttlMs));
+    return t.fenced
+      ? row(t.backend, t.mode, 'client-pause', history,
+        'overlaps (the lease, or session, expires under a paused holder, whatever the class); 0 stale writes accepted by the fenced register',
+        (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0)
+      : row(t.backend, t.mode, 'client-pause', history,
+        'overlaps (the lease expires under a paused holder); no fencing tokens, so no register can refuse the stale write',
+        (c) => c.overlaps > 0);
+  } finally { await server.stop(); }
 }
 
 export const clientPause: Scenario = {
   name: 'client-pause',
-  quick: true,
-  async run({ quick, onRow }) {
-    const s = await servers();
-    const out: ScenarioResult[] = [];
-    const ttlMs = 1000;
-    const base = { clients: 3, childClients: 1, durationMs: quick ? 6000 : 8000, ttlMs, holdMs: 300, othersStartAfterFirstHold: true };
-    const targets: Target[] = [
-      { backend: 'redis', mode: 'setnx', pkg: '@deadbolt/redis', start: () => s.startRedis(), url: (u) => `${u}?mode=setnx` },
-      ...(quick ? [] : [
-        { backend: 'redis', mode: 'hash-reentrant', pkg: '@deadbolt/redis', start: () => s.startRedis(), url: (u: string) => `${u}?mode=hash-reentrant` },
-        { backend: 'memcached', mode: 'default', pkg: '@deadbolt/memcached', start: () => s.startMemcached(), url: (u: string) => u, unfenced: true },
-        { backend: 'postgres', mode: 'lease', pkg: '@deadbolt/postgres', start: () => s.startPostgres(), url: (u: string) => `${u}?mode=lease` },
-      ]),
-    ];
-    for (const t of targets) {
-      await requireAdapter(t.pkg);
-      const server = await t.start();
-      try {
-        const spec: RunSpec = { ...base, url: t.url(server.url) };
-        const history = await runWorkload(spec, (ctx) => pauseFirstHold(ctx, ttlMs));
-        const r = t.unfenced
-          ? row(t.backend, t.mode, 'client-pause', history,
-            'overlaps (the lease expires under a paused holder); no fencing tokens, so no store can refuse the stale write',
-            (c) => c.violations > 0)
-          : row(t.backend, t.mode, 'client-pause', history,
-            'overlaps (the lease expires under a paused holder, whatever the class); 0 stale writes accepted by the fenced store',
-            (c) => c.violations > 0 && c.staleWritesAcceptedFenced === 0);
-        out.push(r); onRow?.(r);
-      } finally { await server.stop(); }
-    }
-    return out;
-  },
+  description: 'The first holder\'s process is frozen (SIGSTOP) inside its critical section for three ttls, then thawed: a long GC pause or a stalled VM. Its lease runs out meanwhile and another client takes the lock; when it wakes it still believes it holds the lock and writes.',
+  rows,
+  run: (opts) => forEachRow('client-pause', targets(rows), opts, (t) => runTarget(t, opts.quick)),
 };

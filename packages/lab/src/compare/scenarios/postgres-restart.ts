@@ -1,28 +1,30 @@
 import { runWorkload, type RunSpec } from '../run.js';
-import { requireAdapter, row, servers, sleep, type Scenario, type ScenarioResult } from '../scenario-kit.js';
+import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
+
+const rows = [
+  { backend: 'postgres', mode: 'advisory', pkg: '@deadbolt/postgres' },
+  { backend: 'postgres', mode: 'lease', pkg: '@deadbolt/postgres' },
+] as const;
 
 /** Restart PostgreSQL mid-run: advisory holders lose their sessions (and are told); lease rows survive. */
 export const postgresRestart: Scenario = {
   name: 'postgres-restart',
-  quick: false,
-  async run({ quick, onRow }) {
-    await requireAdapter('@deadbolt/postgres');
+  description: 'The PostgreSQL server restarts mid-run (a crash and recovery, or a planned restart). Advisory locks live in the database session, so they vanish and their holders are told; lease rows are stored in a table and survive.',
+  rows: rows.map((r) => `${r.backend}/${r.mode}`),
+  async run(opts) {
     const s = await servers();
     const server = await s.startPostgres();
-    const out: ScenarioResult[] = [];
     try {
-      for (const mode of ['advisory', 'lease'] as const) {
-        const spec: RunSpec = { url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: quick ? 5000 : 8000, ttlMs: 3000, holdMs: 300 };
+      return await forEachRow('postgres-restart', rows, opts, async ({ mode }) => {
+        const spec: RunSpec = { url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 5000 : 8000, ttlMs: 3000, holdMs: 300 };
         const history = await runWorkload(spec, async (ctx) => {
           await sleep(1500);
-          await ctx.fault('postgres restart', () => server.restart());
+          await ctx.fault('PostgreSQL restarted', () => server.restart());
         });
-        const r = row('postgres', mode, 'postgres-restart', history,
+        return row('postgres', mode, 'postgres-restart', history,
           mode === 'advisory' ? 'holders told they lost the lock; 0 overlaps when they obey' : '0 overlaps',
-          (c) => c.violations === 0);
-        out.push(r); onRow?.(r);
-      }
+          (c) => c.overlaps === 0);
+      });
     } finally { await server.stop(); }
-    return out;
   },
 };
