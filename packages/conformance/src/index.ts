@@ -7,3 +7,5 @@ export * from './suite/reentrancy.js';
 export * from './suite/faults.js';
 export * from './suite/input.js';
 export * from './suite/hygiene.js';
+export * from './suite/multi.js';
+export * from './suite/election.js';

@@ -1,9 +1,21 @@
-import { createLockClient } from '@deadbolt/core';
-import { memoryCapabilities } from '@deadbolt/core/adapter';
+import { createLockClient, type LockClient } from '@deadbolt/core';
+import { MemoryBackend, memoryCapabilities, memoryStore } from '@deadbolt/core/adapter';
 import { describeLockConformance } from '../src/index.js';
+
+// One backend per client on one shared store (as separate processes on one server), so that a
+// client can be killed: its backend stops answering, its renewals fail, its leases run out.
+const backends = new WeakMap<LockClient, MemoryBackend>();
 
 describeLockConformance({
   name: 'memory',
   capabilities: memoryCapabilities,
-  create: (_, { prefix }) => createLockClient({ url: 'memory://conformance', prefix }),
+  create: (_, { prefix }) => {
+    const backend = new MemoryBackend(memoryStore('conformance'));
+    const client = createLockClient({ backend, prefix });
+    backends.set(client, backend);
+    return client;
+  },
+  kill: async (client) => {
+    await backends.get(client)?.close();
+  },
 });

@@ -8,11 +8,15 @@ import { resolveConfig } from './config.js';
 import { BackendUnavailableError, ClientClosedError, DeadboltError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
 import { Lease, leaseId } from './lease.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
+import { DeadboltElection } from './election.js';
+import { acquireAll } from './multi-lock.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
+import type { PrimitiveHost } from './primitive-host.js';
 import { Renewer } from './renewer.js';
 import { sleep } from './sleep.js';
 import { instruments, traced } from './telemetry.js';
 import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
+import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import { validateAcquireOptions, validateAgainstCapabilities } from './validation.js';
 
 /** Notifications can be missed (a subscriber reconnecting): never trust one for longer than this. */
@@ -32,7 +36,7 @@ interface CallPolicy {
   readonly closable?: boolean;
 }
 
-interface AcquirePlan {
+export interface AcquirePlan {
   readonly userKey: string;
   readonly fullKey: string;
   readonly owner: string;
@@ -118,6 +122,14 @@ export class DeadboltClient implements LockClient, HandleOwner {
         this.reportError(key, releaseError);
       }
     }
+  }
+
+  acquireAll(keys: readonly string[], options?: AcquireOptions): Promise<MultiLock> {
+    return acquireAll(this.host(), keys, options);
+  }
+
+  elect(name: string, options: ElectOptions): Election {
+    return new DeadboltElection(this.host(), name, options);
   }
 
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this {
@@ -375,6 +387,29 @@ export class DeadboltClient implements LockClient, HandleOwner {
   }
 
   // ---- plumbing ---------------------------------------------------------------------------------
+
+  private primitiveHost: PrimitiveHost | undefined;
+
+  /** Multi-lock and election (multi-lock.ts, election.ts) run on this client's own policies. */
+  private host(): PrimitiveHost {
+    this.primitiveHost ??= {
+      clientId: this.id,
+      closing: this.closing.signal,
+      label: () => this.backendLabel,
+      backend: () => this.backendLoading,
+      assertOpen: (key) => this.assertOpen(key),
+      plan: (backend, key, options, mayWait) => this.plan(backend, key, options, mayWait),
+      acquire: (key, options) => this.acquire(key, options),
+      holds: (fullKey, owner) => this.leases.get(leaseId(fullKey, owner))?.lost === false,
+      adopt: (backend, plan, grant, sentAt, startedAt) => this.grantLock(backend, plan, grant, sentAt, startedAt),
+      call: (backend, action, key, fn, bounded) => this.call(backend, action, key, fn, bounded),
+      onLost: (grant, cause) => this.onBackendLost(grant, cause),
+      emit: (event, ...args) => this.emit(event, ...args),
+      timeout: (backend, plan, attempts) => this.timeout(backend, plan, attempts),
+      waitForTurn: (backend, fullKey, attempt, remainingMs, retryAfterMs, signal) => this.waitForTurn(backend, fullKey, attempt, remainingMs, retryAfterMs, signal),
+    };
+    return this.primitiveHost;
+  }
 
   private adopt(backend: LockBackend): LockBackend {
     this.loadedBackend = backend;

@@ -108,3 +108,14 @@ export class ClientClosedError extends DeadboltError {
     super('the lock client is closed. Create a new client with createLockClient()', context);
   }
 }
+
+/** The backend does not offer this primitive (see its capabilities); the message says what does. */
+export class UnsupportedOperationError extends DeadboltError {
+  override readonly code = 'UNSUPPORTED';
+  readonly operation: string;
+
+  constructor(operation: string, reason: string, context: ErrorContext = {}) {
+    super(`${operation} is not supported: ${reason}`, context);
+    this.operation = operation;
+  }
+}

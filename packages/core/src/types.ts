@@ -1,4 +1,5 @@
 import type { Capabilities, LockBackend } from './backend.js';
+import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 
 /** Options of one acquire / tryAcquire / withLock call. Unknown keys are rejected. */
 export interface AcquireOptions {
@@ -54,6 +55,10 @@ export interface LockClient {
   tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lock | null>;
   /** Acquire, run `fn` with the lock (auto-renewed), release even if `fn` throws. */
   withLock<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+  /** Several keys as one lock, all or nothing, taken in one global order (no deadlock). `waitMs` bounds the whole. */
+  acquireAll(keys: readonly string[], options?: AcquireOptions): Promise<MultiLock>;
+  /** Joins the leader election `name` as participant `options.id`; iterate the result for terms. */
+  elect(name: string, options: ElectOptions): Election;
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   off<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   once<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;

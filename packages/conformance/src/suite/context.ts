@@ -31,21 +31,41 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
   handOffBoundMs?: number;
   /** How many locks the hygiene scale case holds. Default 10 000. */
   scaleLocks?: number;
+  /** acquireAll calls in the multi-lock stress, over all 20 clients. Default 1 000. */
+  multiStressIterations?: number;
+  /** How long one acquireAll of the stress may wait: a deadlock shows as a LockTimeoutError after it. Default 15 000. */
+  multiWaitMs?: number;
+  /**
+   * Ends a client as a crash would: no release, no more renewals, its connections gone. Election's
+   * killed-leader case needs it (skipped without). The client's leases must end on the server by
+   * themselves (ttl or session); `close()` is still called on it afterwards.
+   */
+  kill?: (client: LockClient, server: S | undefined) => Promise<void>;
+  /** How long after a kill another leader may take over. Default: ttlMs + handOffBoundMs + 3 000 ms. */
+  killBoundMs?: number;
 }
 
 export interface ResolvedOptions<S extends ServerLike = ServerLike> extends ConformanceOptions<S> {
   ttlMs: number;
   handOffBoundMs: number;
   scaleLocks: number;
+  multiStressIterations: number;
+  multiWaitMs: number;
+  killBoundMs: number;
 }
 
 export function resolveOptions<S extends ServerLike>(options: ConformanceOptions<S>): ResolvedOptions<S> {
   const caps = options.capabilities;
+  const ttlMs = options.ttlMs ?? Math.max(caps.minTtlMs, 300);
+  const handOffBoundMs = options.handOffBoundMs ?? (caps.notifications ? 500 : 1000);
   return {
     ...options,
-    ttlMs: options.ttlMs ?? Math.max(caps.minTtlMs, 300),
-    handOffBoundMs: options.handOffBoundMs ?? (caps.notifications ? 500 : 1000),
+    ttlMs,
+    handOffBoundMs,
     scaleLocks: options.scaleLocks ?? 10_000,
+    multiStressIterations: options.multiStressIterations ?? 1_000,
+    multiWaitMs: options.multiWaitMs ?? 15_000,
+    killBoundMs: options.killBoundMs ?? ttlMs + handOffBoundMs + 3_000,
   };
 }
 
@@ -56,12 +76,17 @@ export interface CaseContext {
   readonly ttlMs: number;
   readonly handOffBoundMs: number;
   readonly scaleLocks: number;
+  readonly multiStressIterations: number;
+  readonly multiWaitMs: number;
+  readonly killBoundMs: number;
   /** The case's unique prefix: keys of different cases (and runs) never meet. */
   readonly prefix: string;
   /** A new client (own connections), on the case prefix unless another is given. Closed by the runner. */
   client(prefix?: string): LockClient;
   /** Runs a fault hook on the suite's server; throws when the hook is missing. */
   fault(hook: keyof FaultHooks): Promise<void>;
+  /** Ends `client` as a crash would (options.kill); throws when the hook is missing. */
+  kill(client: LockClient): Promise<void>;
 }
 
 /** A case: a plain async function, plus when it applies. */
@@ -94,6 +119,9 @@ export async function runCase<S extends ServerLike>(
     ttlMs: resolved.ttlMs,
     handOffBoundMs: resolved.handOffBoundMs,
     scaleLocks: resolved.scaleLocks,
+    multiStressIterations: resolved.multiStressIterations,
+    multiWaitMs: resolved.multiWaitMs,
+    killBoundMs: resolved.killBoundMs,
     prefix,
     client(otherPrefix?: string): LockClient {
       const client = resolved.create(server, { prefix: otherPrefix ?? prefix });
@@ -104,6 +132,10 @@ export async function runCase<S extends ServerLike>(
       const fn = resolved.faults?.[hook];
       if (!fn || !server) throw new Error(`fault hook "${hook}" or server missing for ${resolved.name}`);
       await fn.call(resolved.faults, server);
+    },
+    async kill(client): Promise<void> {
+      if (!resolved.kill) throw new Error(`no kill hook for ${resolved.name}`);
+      await resolved.kill(client, server);
     },
   };
   try {

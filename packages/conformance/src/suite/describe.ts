@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { resolveOptions, runCase, type ConformanceCase, type ConformanceOptions, type ServerLike } from './context.js';
+import { electionCases } from './election.js';
 import { faultCases } from './faults.js';
 import { hygieneCases } from './hygiene.js';
 import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
+import { multiCases } from './multi.js';
 import { reentrancyCases } from './reentrancy.js';
 import { safetyCases } from './safety.js';
 import { waitingCases } from './waiting.js';
@@ -16,6 +18,8 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   faults: faultCases,
   input: inputCases,
   hygiene: hygieneCases,
+  multi: multiCases,
+  election: electionCases,
 };
 
 /**

@@ -6,6 +6,8 @@
 import '../index.js';
 
 export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
+export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
+export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
 export { guardCall, type GuardedCall } from './call-guard.js';
@@ -23,5 +25,6 @@ export {
   LockLostError,
   LockReleasedError,
   LockTimeoutError,
+  UnsupportedOperationError,
   type ErrorContext,
 } from '../errors.js';

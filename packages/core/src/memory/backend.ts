@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, AttemptResult, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
+import type { CampaignRequest, ElectionBackend, TermGrant } from '../election-backend.js';
 import { InvalidArgumentError } from '../errors.js';
+import type { MultiAttemptResult, MultiLockBackend } from '../multi-backend.js';
 import { memoryStore, type MemoryStore } from './store.js';
 
 export const memoryCapabilities: Capabilities = Object.freeze({
@@ -12,6 +14,8 @@ export const memoryCapabilities: Capabilities = Object.freeze({
   clock: 'server',
   minTtlMs: 1,
   maxKeyBytes: 4096,
+  multi: 'atomic',
+  election: true,
 });
 
 /**
@@ -19,7 +23,7 @@ export const memoryCapabilities: Capabilities = Object.freeze({
  * is synchronous on the event loop, hence atomic. It is the reference the conformance suite is
  * proven on before any server adapter.
  */
-export class MemoryBackend implements LockBackend {
+export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend {
   readonly capabilities = memoryCapabilities;
   private closed = false;
 
@@ -33,9 +37,50 @@ export class MemoryBackend implements LockBackend {
     const now = Date.now();
     const holder = this.store.live(request.key, now);
     if (holder) return { acquired: false, retryAfterMs: holder.expiresAt - now };
+    return { acquired: true, grant: this.take(request, now) };
+  }
+
+  /** Sets the entry for a free key; the caller has checked that it is free in this same tick. */
+  protected take(request: AcquireRequest, now: number, candidate?: string): Grant {
     const grant: Grant = { key: request.key, owner: request.owner, token: randomUUID(), fence: this.store.nextFence(request.key) };
-    this.store.set(request.key, { token: grant.token, owner: grant.owner, fence: grant.fence ?? 0, expiresAt: now + request.ttlMs });
-    return { acquired: true, grant };
+    this.store.set(request.key, { token: grant.token, owner: grant.owner, fence: grant.fence ?? 0, expiresAt: now + request.ttlMs, ...(candidate === undefined ? {} : { candidate }) });
+    return grant;
+  }
+
+  /** All or nothing in one synchronous step: every key is checked before any is set. */
+  async tryAcquireMany(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult> {
+    this.touch();
+    const now = Date.now();
+    for (const request of requests) {
+      const holder = this.store.live(request.key, now);
+      if (holder) return { acquired: false, busyKey: request.key, retryAfterMs: holder.expiresAt - now };
+    }
+    return { acquired: true, grants: requests.map((request) => this.take(request, now)) };
+  }
+
+  /** A term is the fenced lock on the election's key, with the candidate's id beside it. */
+  async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    for (;;) {
+      this.touch();
+      const now = Date.now();
+      const holder = this.store.live(request.key, now);
+      if (!holder) {
+        const grant: TermGrant = { ...this.take(request, now, request.candidate), sentAt: now };
+        return grant;
+      }
+      request.onContended?.();
+      if (now >= deadline || signal.aborted) return undefined;
+      const woken = await this.waitForChange(request.key, Math.min(deadline - now, holder.expiresAt - now + 1), signal).then(
+        () => true,
+        () => false,
+      );
+      if (!woken) return undefined;
+    }
+  }
+
+  async leader(key: string): Promise<string | undefined> {
+    this.touch();
+    return this.store.live(key, Date.now())?.candidate;
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {

@@ -8,6 +8,8 @@ export interface MemoryEntry {
   readonly owner: string;
   readonly fence: number;
   expiresAt: number;
+  /** The participant id, when the entry is an election's term. */
+  readonly candidate?: string;
 }
 
 import { KeyedWaiters } from '../adapter/keyed-waiters.js';

@@ -1,0 +1,190 @@
+import type { AcquireRequest, Grant, LockBackend } from './backend.js';
+import type { AcquirePlan } from './client.js';
+import { InvalidArgumentError } from './errors.js';
+import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
+import { currentFlow, newFlow, runInFlow } from './owner.js';
+import type { PrimitiveHost } from './primitive-host.js';
+import { traced } from './telemetry.js';
+import type { AcquireOptions, Lock } from './types.js';
+import type { MultiLock } from './types-multi.js';
+import { describeValue, validateAcquireOptions } from './validation.js';
+
+/**
+ * `client.acquireAll(keys)`: several locks as one, all or nothing. Deadlock freedom comes from one
+ * global order (Havender's ordered resources): every client takes any set of keys in the same
+ * order, so no cycle of waiters can form, whatever order callers list them in. A backend may do
+ * better (an atomic step, or native queueing under every key at once), never worse: a failed or
+ * aborted acquireAll holds nothing afterwards.
+ */
+export async function acquireAll(host: PrimitiveHost, keys: readonly string[], options: AcquireOptions | undefined): Promise<MultiLock> {
+  validateKeys(keys, host.label());
+  validateAcquireOptions(keys[0], options, host.label(), true);
+  const label = keys.join(', ');
+  host.assertOpen(label);
+  const backend = await host.backend();
+  host.assertOpen(label);
+  // One flow for the whole set: every key has the same owner, and a re-entry is recognised per key.
+  return runInFlow(currentFlow() ?? newFlow(), () => {
+    const plans = keys.map((key) => host.plan(backend, key, options, true));
+    options?.signal?.throwIfAborted();
+    const ordered = inGlobalOrder(backend, plans);
+    const attributes = { 'deadbolt.key': label, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': ordered[0]!.waitMs, 'deadbolt.keys': ordered.length };
+    return traced('acquireAll', attributes, () => {
+      const multi = backend as MultiLockBackend;
+      // A key this owner already holds is a re-entry, which only the per-key path counts.
+      const reenters = ordered.some((plan) => host.holds(plan.fullKey, plan.owner));
+      if (!reenters && multi.acquireMany) return queued(host, multi, multi.acquireMany.bind(multi), ordered);
+      if (!reenters && multi.tryAcquireMany) return atomic(host, multi, multi.tryAcquireMany.bind(multi), ordered);
+      return oneByOne(host, ordered, options);
+    });
+  });
+}
+
+function validateKeys(keys: unknown, backend: string): asserts keys is readonly string[] {
+  if (!Array.isArray(keys)) throw new InvalidArgumentError('keys', `expected an array of key strings, got ${describeValue(keys)}`, { backend });
+  if (keys.length === 0) throw new InvalidArgumentError('keys', 'the list is empty; name at least one resource', { backend });
+  const seen = new Set<unknown>();
+  for (const key of keys) {
+    if (typeof key !== 'string' || key.length === 0) throw new InvalidArgumentError('keys', `every key must be a non-empty string, got ${describeValue(key)}`, { backend });
+    if (seen.has(key)) throw new InvalidArgumentError('keys', `"${key}" is listed twice; list each key once`, { key, backend });
+    seen.add(key);
+  }
+}
+
+function inGlobalOrder(backend: LockBackend, plans: readonly AcquirePlan[]): AcquirePlan[] {
+  const byKey = new Map(plans.map((plan) => [plan.fullKey, plan]));
+  const fullKeys = plans.map((plan) => plan.fullKey);
+  const order = (backend as MultiLockBackend).orderKeys?.(fullKeys) ?? defaultKeyOrder(fullKeys);
+  const ordered = order.map((key) => byKey.get(key));
+  if (ordered.length !== plans.length || ordered.some((plan) => plan === undefined) || new Set(ordered).size !== plans.length) {
+    throw new Error(`backend ${backend.name}: orderKeys returned a different set of keys`);
+  }
+  return ordered as AcquirePlan[];
+}
+
+/** The default: each key with the ordinary lock, in the global order; on any failure, release what was taken. */
+async function oneByOne(host: PrimitiveHost, ordered: readonly AcquirePlan[], options: AcquireOptions | undefined): Promise<MultiLock> {
+  const deadline = Date.now() + ordered[0]!.waitMs;
+  const locks: Lock[] = [];
+  try {
+    for (const plan of ordered) {
+      locks.push(await host.acquire(plan.userKey, { ...options, waitMs: Math.max(0, deadline - Date.now()) }));
+    }
+  } catch (error) {
+    await releaseInReverse(locks).catch(() => undefined);
+    throw error;
+  }
+  return new MultiLockHandle(locks, ordered[0]!.owner);
+}
+
+function requestsFor(host: PrimitiveHost, ordered: readonly AcquirePlan[], onContended?: () => void): AcquireRequest[] {
+  return ordered.map((plan) => ({
+    key: plan.fullKey,
+    owner: plan.owner,
+    ttlMs: plan.ttlMs,
+    onLost: (grant: Grant, cause: Error) => host.onLost(grant, cause),
+    ...(onContended ? { onContended } : {}),
+  }));
+}
+
+/** One atomic all-or-nothing attempt per round; between rounds, wait for news of the busy key. */
+async function atomic(host: PrimitiveHost, backend: LockBackend, tryAcquireMany: NonNullable<MultiLockBackend['tryAcquireMany']>, ordered: readonly AcquirePlan[]): Promise<MultiLock> {
+  const first = ordered[0]!;
+  const startedAt = Date.now();
+  const deadline = startedAt + first.waitMs;
+  const signal = anySignal(first.signal, host.closing);
+  const requests = requestsFor(host, ordered);
+  const label = ordered.map((plan) => plan.userKey).join(', ');
+  for (let attempts = 1; ; attempts += 1) {
+    const sentAt = Date.now();
+    const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests), true);
+    if (result.acquired) {
+      if (signal.aborted) {
+        await releaseGrants(host, backend, result.grants, label);
+        signal.throwIfAborted();
+      }
+      return new MultiLockHandle(result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)), first.owner);
+    }
+    const busy = ordered.find((plan) => plan.fullKey === result.busyKey) ?? first;
+    if (attempts === 1) host.emit('contended', { key: busy.userKey, owner: first.owner, attempt: attempts });
+    const remainingMs = deadline - Date.now();
+    if (remainingMs <= 0) throw host.timeout(backend, busy, attempts);
+    await host.waitForTurn(backend, busy.fullKey, attempts, remainingMs, result.retryAfterMs, signal);
+  }
+}
+
+/** Native queueing (ZooKeeper: one multi enqueues us under every key): the backend waits. */
+async function queued(host: PrimitiveHost, backend: LockBackend, acquireMany: NonNullable<MultiLockBackend['acquireMany']>, ordered: readonly AcquirePlan[]): Promise<MultiLock> {
+  const first = ordered[0]!;
+  const startedAt = Date.now();
+  const signal = anySignal(first.signal, host.closing);
+  let reported = false;
+  const requests = requestsFor(host, ordered, () => {
+    if (reported) return;
+    reported = true;
+    host.emit('contended', { key: first.userKey, owner: first.owner, attempt: 1 });
+  });
+  const label = ordered.map((plan) => plan.userKey).join(', ');
+  const sentAt = Date.now();
+  const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, startedAt + first.waitMs, signal), false);
+  if (grants && signal.aborted) await releaseGrants(host, backend, grants, label);
+  signal.throwIfAborted();
+  if (!grants) throw host.timeout(backend, first, 1);
+  return new MultiLockHandle(grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)), first.owner);
+}
+
+async function releaseGrants(host: PrimitiveHost, backend: LockBackend, grants: readonly Grant[], label: string): Promise<void> {
+  await Promise.allSettled([...grants].reverse().map((grant) => host.call(backend, 'release', label, () => backend.release(grant), true)));
+}
+
+/** Releases are sent in reverse order of acquisition, then awaited together; the first failure is rethrown. */
+async function releaseInReverse(locks: readonly Lock[]): Promise<void> {
+  const results = await Promise.allSettled([...locks].reverse().map((lock) => lock.release()));
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal {
+  const given = signals.filter((signal): signal is AbortSignal => signal !== undefined);
+  return given.length === 1 ? given[0]! : AbortSignal.any(given);
+}
+
+class MultiLockHandle implements MultiLock {
+  readonly keys: readonly string[];
+  readonly fences: ReadonlyMap<string, number | undefined>;
+  private readonly lossController = new AbortController();
+  private releasing: Promise<void> | undefined;
+
+  constructor(
+    readonly locks: readonly Lock[],
+    readonly owner: string,
+  ) {
+    this.keys = locks.map((lock) => lock.key);
+    this.fences = new Map(locks.map((lock) => [lock.key, lock.fence]));
+    for (const lock of locks) {
+      if (lock.signal.aborted) this.lossController.abort(lock.signal.reason);
+      else lock.signal.addEventListener('abort', () => this.lossController.abort(lock.signal.reason), { once: true });
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.lossController.signal;
+  }
+
+  get held(): boolean {
+    return this.releasing === undefined && this.locks.every((lock) => lock.held);
+  }
+
+  async renew(): Promise<void> {
+    await Promise.all(this.locks.map((lock) => lock.renew()));
+  }
+
+  release(): Promise<void> {
+    this.releasing ??= releaseInReverse(this.locks);
+    return this.releasing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}

@@ -1,0 +1,56 @@
+import type { Lock } from './types.js';
+
+/** Several locks held as one (`client.acquireAll`): taken all or nothing, released together. */
+export interface MultiLock extends AsyncDisposable {
+  /** The keys, in the order they were taken (the global order, not necessarily the caller's). */
+  readonly keys: readonly string[];
+  readonly owner: string;
+  /** Each key's fencing token, where the backend fences (else undefined). */
+  readonly fences: ReadonlyMap<string, number | undefined>;
+  /** The per-key locks, in the order they were taken. */
+  readonly locks: readonly Lock[];
+  /** Aborts as soon as any of the locks is lost (reason: its LockLostError). */
+  readonly signal: AbortSignal;
+  /** True until released, or until any one of the locks is lost. */
+  readonly held: boolean;
+  /** Renews every lock; rejects with the first LockLostError if any is gone. */
+  renew(): Promise<void>;
+  /** Releases every lock, in reverse order. Idempotent. */
+  release(): Promise<void>;
+}
+
+/** Options of `client.elect`. Unknown keys are rejected. */
+export interface ElectOptions {
+  /** This participant's id: what `leader()` returns while we lead (Curator: the participant id). */
+  readonly id: string;
+  /** Lease length of a term in ms, renewed automatically. Default: the client's ttl. */
+  readonly ttlMs?: number;
+  /** Ends the candidacy: the iteration rejects with the signal's reason and any term is released. */
+  readonly signal?: AbortSignal;
+  /** ZooKeeper only: 'latch' (Curator LeaderLatch, the default) or 'selector' (Curator LeaderSelector). */
+  readonly layout?: 'latch' | 'selector';
+}
+
+/** One term of leadership. */
+export interface Term {
+  /** Strictly increasing per election across all leaders: pass it to resources as a fencing token. */
+  readonly term: number;
+  /** Aborts when the leadership is lost (session expiry, failed renewal) or given up. */
+  readonly signal: AbortSignal;
+  /** Our participant id. */
+  readonly id: string;
+}
+
+/**
+ * A candidacy in one election. Iterate it: each value is a term during which we lead; the term ends
+ * when the loop body finishes (the next iteration starts a new candidacy, as Curator
+ * LeaderSelector's autoRequeue) or when its signal aborts. Leaving the loop resigns.
+ */
+export interface Election extends AsyncIterable<Term>, AsyncDisposable {
+  readonly name: string;
+  readonly id: string;
+  /** The current leader's id, or null when there is none. */
+  leader(): Promise<string | null>;
+  /** Gives up the current term (if any) and leaves the election: the iteration ends. Idempotent. */
+  resign(): Promise<void>;
+}
