@@ -1,15 +1,6 @@
 // Test-only broken backends for the multi-lock and election groups: the suite must catch each one.
-import {
-  createLockClient,
-  MemoryBackend,
-  memoryCapabilities,
-  memoryStore,
-  type AcquireRequest,
-  type CampaignRequest,
-  type LockClient,
-  type MultiAttemptResult,
-  type TermGrant,
-} from '@deadbolt/core';
+import { createLockClient, type LockClient } from '@deadbolt/core';
+import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type CampaignRequest, type MultiAttemptResult, type TermGrant } from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   electionKilledLeader,

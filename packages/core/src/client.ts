@@ -402,7 +402,10 @@ export class DeadboltClient implements LockClient, HandleOwner {
       acquire: (key, options) => this.acquire(key, options),
       holds: (fullKey, owner) => this.leases.get(leaseId(fullKey, owner))?.lost === false,
       adopt: (backend, plan, grant, sentAt, startedAt) => this.grantLock(backend, plan, grant, sentAt, startedAt),
-      call: (backend, action, key, fn, bounded) => this.call(backend, action, key, fn, bounded),
+      call: (backend, action, key, fn, how) =>
+        this.call(backend, action, key, fn, how?.release
+          ? { closable: false }
+          : { undoLateGrant: true, ...(how?.waitUntil === undefined ? {} : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs }) }),
       onLost: (grant, cause) => this.onBackendLost(grant, cause),
       emit: (event, ...args) => this.emit(event, ...args),
       timeout: (backend, plan, attempts) => this.timeout(backend, plan, attempts),

@@ -53,7 +53,7 @@ export class DeadboltElection implements Election {
   async leader(): Promise<string | null> {
     const backend = await this.electionBackend();
     const plan = this.host.plan(backend, this.name, { owner: this.owner }, true);
-    const id = await this.host.call(backend, 'leader', this.name, () => backend.leader(plan.fullKey, this.options.layout), true);
+    const id = await this.host.call(backend, 'leader', this.name, () => backend.leader(plan.fullKey, this.options.layout));
     return id ?? null;
   }
 
@@ -93,10 +93,11 @@ export class DeadboltElection implements Election {
       if (this.resigning.signal.aborted) return { done: true, value: undefined };
       stop.throwIfAborted();
       const sentAt = Date.now();
-      const grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, Date.now() + campaignSliceMs, stop), false);
+      const deadline = Date.now() + campaignSliceMs;
+      const grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, deadline, stop), { waitUntil: deadline });
       if (!grant) continue;
       if (stop.aborted) {
-        await this.host.call(backend, 'release', this.name, () => backend.release(grant), true).catch(() => false);
+        await this.host.call(backend, 'release', this.name, () => backend.release(grant), { release: true }).catch(() => false);
         continue;
       }
       const term = this.checkedTerm(grant);

@@ -97,7 +97,7 @@ async function atomic(host: PrimitiveHost, backend: LockBackend, tryAcquireMany:
   const label = ordered.map((plan) => plan.userKey).join(', ');
   for (let attempts = 1; ; attempts += 1) {
     const sentAt = Date.now();
-    const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests), true);
+    const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests));
     if (result.acquired) {
       if (signal.aborted) {
         await releaseGrants(host, backend, result.grants, label);
@@ -126,7 +126,8 @@ async function queued(host: PrimitiveHost, backend: LockBackend, acquireMany: No
   });
   const label = ordered.map((plan) => plan.userKey).join(', ');
   const sentAt = Date.now();
-  const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, startedAt + first.waitMs, signal), false);
+  const deadline = startedAt + first.waitMs;
+  const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, deadline, signal), { waitUntil: deadline });
   if (grants && signal.aborted) await releaseGrants(host, backend, grants, label);
   signal.throwIfAborted();
   if (!grants) throw host.timeout(backend, first, 1);
@@ -134,7 +135,7 @@ async function queued(host: PrimitiveHost, backend: LockBackend, acquireMany: No
 }
 
 async function releaseGrants(host: PrimitiveHost, backend: LockBackend, grants: readonly Grant[], label: string): Promise<void> {
-  await Promise.allSettled([...grants].reverse().map((grant) => host.call(backend, 'release', label, () => backend.release(grant), true)));
+  await Promise.allSettled([...grants].reverse().map((grant) => host.call(backend, 'release', label, () => backend.release(grant), { release: true })));
 }
 
 /** Releases are sent in reverse order of acquisition, then awaited together; the first failure is rethrown. */

@@ -23,7 +23,12 @@ export interface PrimitiveHost {
   holds(fullKey: string, owner: string): boolean;
   /** Adopts a grant as a held lock: lease, renewal, 'acquired' event, metrics. */
   adopt(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number): Lock;
-  call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, bounded: boolean): Promise<T>;
+  /**
+   * One guarded backend call (typed errors, a safety-net deadline, close() cuts it short, a late
+   * single grant is given back). `waitUntil`: a native wait's own deadline, added to the net.
+   * `release`: a tidy-up release that close() must not cut short.
+   */
+  call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, how?: { readonly waitUntil?: number; readonly release?: boolean }): Promise<T>;
   onLost(grant: Grant, cause: Error): void;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;
   timeout(backend: LockBackend, plan: AcquirePlan, attempts: number): LockTimeoutError;

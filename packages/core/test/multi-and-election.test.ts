@@ -1,15 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createLockClient,
-  InvalidArgumentError,
-  LockTimeoutError,
-  MemoryBackend,
-  memoryStore,
-  UnsupportedOperationError,
-  type AcquireRequest,
-  type Grant,
-  type LockClient,
-} from '../src/index.js';
+import { MemoryBackend, memoryStore, type AcquireRequest, type Grant } from '../src/adapter/index.js';
+import { createLockClient, InvalidArgumentError, LockTimeoutError, UnsupportedOperationError, type LockClient } from '../src/index.js';
 import { freshMemory, uniqueName } from './helpers.js';
 
 const clients: LockClient[] = [];
