@@ -22,6 +22,7 @@ registerBackend('postgresql', postgresBackendFactory);
 export { AdvisoryBackend, advisoryCapabilities } from './modes/advisory.js';
 export { LeaseBackend, leaseCapabilities } from './modes/lease.js';
 export { advisoryLockId, advisoryLockParts } from './key-hash.js';
-export { advisorySql, leaseSql, releaseChannel } from './sql.js';
+export { leaseSql, releaseChannel } from './sql.js';
+export { counterBits as fenceCounterBits } from './fence.js';
 export { parsePostgresUrl, resolvePostgresOptions, postgresModes, defaultStatementTimeoutMs, defaultLeaseTable, defaultFenceTable } from './options.js';
 export type { PostgresBackendOptions, PostgresMode, ResolvedPostgresOptions } from './options.js';

@@ -11,7 +11,7 @@ export interface PostgresBackendOptions {
   readonly mode?: PostgresMode;
   /** A libpq-style `postgres://user:pass@host:port/db` (without Deadbolt's parameters). */
   readonly connectionString?: string;
-  /** Most connections the pool opens. Default 8 (lease) or 50 (advisory: one session per held lock). */
+  /** Most connections the pool opens. Default 8 (lease) or 10 (advisory: dedicated sessions, each holding many locks). */
   readonly pool?: number;
   /** Lease table (created if absent). Default 'deadbolt_locks'. Advisory fences live in 'deadbolt_fences' (or '<table>_fences'). */
   readonly table?: string;
@@ -98,8 +98,8 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
   }
   const namespace = merged.namespace ?? '';
   if (typeof namespace !== 'string') throw new InvalidArgumentError('namespace', 'expected a string', { backend });
-  // Advisory mode keeps one session checked out per held lock, so it needs a bigger pool.
-  const pool = merged.pool ?? (mode === 'advisory' ? 50 : 8);
+  // Advisory mode multiplexes locks onto sessions; a blocking wait parks one session each.
+  const pool = merged.pool ?? (mode === 'advisory' ? 10 : 8);
   if (typeof pool !== 'number' || !Number.isInteger(pool) || pool < 1 || pool > 1000) throw new InvalidArgumentError('pool', 'expected an integer in [1, 1000]', { backend });
   const statementTimeoutMs = positive('statementTimeoutMs', merged.statementTimeoutMs ?? defaultStatementTimeoutMs);
   const connectTimeoutMs = positive('connectTimeoutMs', merged.connectTimeoutMs ?? statementTimeoutMs);

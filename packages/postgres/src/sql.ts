@@ -37,27 +37,3 @@ export function leaseSql(table: string) {
 
 /** The LISTEN/NOTIFY channel a release wakes; the payload is the key. */
 export const releaseChannel = 'deadbolt_released';
-
-/**
- * The advisory mode's SQL. The fence is a per-key counter row bumped by the session that was just
- * granted the lock, in the same session right after the grant (inside the blocking acquire's transaction), so only a
- * holder ever bumps it and it strictly increases per key.
- */
-export function advisorySql(fenceTable: string) {
-  const f = `"${fenceTable}"`;
-  return {
-    schema: [`CREATE TABLE IF NOT EXISTS ${f} (key text PRIMARY KEY, fence bigint NOT NULL)`],
-    bump: `INSERT INTO ${f} AS f (key, fence) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET fence = f.fence + 1 RETURNING fence::text AS fence`,
-    // One round trip for the common case: try the lock and, only if granted, bump the fence. The CTE
-    // with the volatile call is materialized, so the lock is tried exactly once.
-    tryLockAndBump: `WITH attempt AS (SELECT pg_try_advisory_lock($1::bigint) AS ok),
-      bumped AS (INSERT INTO ${f} AS f (key, fence) SELECT $2, 1 FROM attempt WHERE ok
-        ON CONFLICT (key) DO UPDATE SET fence = f.fence + 1 RETURNING fence)
-      SELECT attempt.ok, (SELECT fence::text FROM bumped) AS fence FROM attempt`,
-    lock: `SELECT pg_advisory_lock($1::bigint)`,
-    unlock: `SELECT pg_advisory_unlock($1::bigint) AS ok`,
-    // Is this session still holding the lock? The keepalive of a held session (renew).
-    holds: `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
-      AND objsubid = 1 AND classid = $1::bigint::oid AND objid = $2::bigint::oid) AS held`,
-  };
-}

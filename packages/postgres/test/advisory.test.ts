@@ -10,6 +10,7 @@ let admin: pg.Client;
 beforeAll(async () => {
   server = await startPostgres();
   admin = new pg.Client({ connectionString: server.url });
+  admin.on('error', () => undefined); // the crash case ends it
   await admin.connect();
 });
 afterAll(async () => {
@@ -148,10 +149,86 @@ describe('postgres:advisory', () => {
       });
       const grant = await lost;
       expect(await b.renew(grant, 1_000)).toBe(false);
-      expect(await advisoryLocks('terminate')).toHaveLength(0);
+      // The FATAL message (our onLost) arrives just before the terminated backend exits and unlocks.
+      await expect.poll(async () => (await advisoryLocks('terminate')).length, { timeout: 5_000 }).toBe(0);
     } finally {
       await b.close();
     }
+  });
+
+  it('holds 2,000 locks from one client on at most `pool` (10) connections, one statement per burst', async () => {
+    const b = backend();
+    try {
+      const attempts = await Promise.all(Array.from({ length: 2_000 }, (_, i) => b.tryAcquire(request(`many-${i}`))));
+      expect(attempts.every((attempt) => attempt.acquired)).toBe(true);
+      const sessions = await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_stat_activity WHERE application_name = 'deadbolt'`);
+      expect(Number(sessions.rows[0]?.n)).toBeGreaterThan(0);
+      expect(Number(sessions.rows[0]?.n)).toBeLessThanOrEqual(10);
+      const grants = attempts.flatMap((attempt) => (attempt.acquired ? [attempt.grant] : []));
+      expect(new Set(grants.map((grant) => grant.fence)).size).toBe(grants.length);
+      expect(await b.renewMany(grants, grants.map(() => 1_000))).toEqual(grants.map(() => true));
+      expect((await Promise.all(grants.map((grant) => b.release(grant)))).every(Boolean)).toBe(true);
+      const left = await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_locks WHERE locktype = 'advisory'`);
+      expect(left.rows[0]?.n).toBe('0');
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('two owners in one client never share a session for one key', async () => {
+    const b = backend();
+    try {
+      const [first, second] = await Promise.all([b.tryAcquire(request('shared')), b.tryAcquire({ ...request('shared'), owner: 'other' })]);
+      expect([first.acquired, second.acquired].filter(Boolean)).toHaveLength(1);
+      const holder = first.acquired ? first.grant : second.acquired ? second.grant : undefined;
+      expect((await b.tryAcquire({ ...request('shared'), owner: 'third' })).acquired).toBe(false);
+      await b.release(holder!);
+      expect(await advisoryLocks('shared')).toHaveLength(0);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('fences grow across a crash (new epoch) and a clean restart (same epoch)', async () => {
+    const epochOf = (fence: number): number => Math.floor(fence / 2 ** 36);
+    const takeFence = async (): Promise<number> => {
+      const b = backend();
+      try {
+        const attempt = await b.tryAcquire(request('epoch'));
+        if (!attempt.acquired) throw new Error('not acquired');
+        await b.release(attempt.grant);
+        return attempt.grant.fence!;
+      } finally {
+        await b.close();
+      }
+    };
+    const before = await takeFence();
+    // A crash: SIGKILL of any backend makes the postmaster reinitialise and run crash recovery,
+    // which empties unlogged tables (the postmaster's start time does not change).
+    const victim = new pg.Client({ connectionString: server.url });
+    victim.on('error', () => undefined);
+    await victim.connect();
+    const pid = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    process.kill(pid, 'SIGKILL');
+    await victim.end().catch(() => undefined);
+    let afterCrash: number | undefined;
+    const until = Date.now() + 20_000;
+    while (afterCrash === undefined) {
+      afterCrash = await takeFence().catch((error: unknown) => {
+        if (Date.now() > until) throw error;
+        return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 100));
+      });
+    }
+    expect(afterCrash).toBeGreaterThan(before);
+    expect(epochOf(afterCrash)).toBe(epochOf(before) + 1);
+    await server.restart();
+    const afterRestart = await takeFence();
+    expect(afterRestart).toBeGreaterThan(afterCrash);
+    expect(epochOf(afterRestart)).toBe(epochOf(afterCrash));
+    await admin.end().catch(() => undefined);
+    admin = new pg.Client({ connectionString: server.url });
+    admin.on('error', () => undefined);
+    await admin.connect();
   });
 
   it('a dead server gives BackendUnavailableError within the deadline', async () => {

@@ -21,8 +21,6 @@ describeLockConformance<PostgresServerHandle>({
   servers: () => startPostgres(),
   create: (server, { prefix }) => createLockClient({ url: `${server!.url}?mode=advisory&statementTimeoutMs=2000`, prefix }),
   faults,
-  // One session per held lock: the scale case holds what max_connections (200) and the pool (50) allow.
-  scaleLocks: 40,
 });
 
 describeLockConformance<PostgresServerHandle>({

@@ -1,9 +1,19 @@
-import { BackendUnavailableError, DeadboltError, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import {
+  BackendUnavailableError,
+  backoffDelayMs,
+  DeadboltError,
+  type AcquireRequest,
+  type AttemptResult,
+  type Capabilities,
+  type Grant,
+  type LockBackend,
+} from '@deadbolt/core/adapter';
 import pg from 'pg';
-import { clientConfig, isAlreadyExists } from '../connect.js';
-import { advisoryLockId, advisoryLockParts } from '../key-hash.js';
+import { isAlreadyExists } from '../connect.js';
+import { fenceNames, fenceOf, fenceSchema, readEpoch, type FenceNames } from '../fence.js';
+import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
-import { advisorySql } from '../sql.js';
+import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { randomToken } from '../token.js';
 
 export const advisoryCapabilities: Capabilities = Object.freeze({
@@ -15,219 +25,255 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
   clock: 'server',
   minTtlMs: 10,
   maxKeyBytes: 1024,
+  // pg_advisory_lock waiters are granted in arrival order by the server's lock manager.
+  fair: true,
 });
 
-/** A lock held by one checked-out session; nobody else gets that session until we let it go. */
-interface Held {
-  readonly client: pg.PoolClient;
-  readonly id: bigint;
-  readonly detach: () => void;
+/** A lock held on one session (or being tried there: `grant` is set once it is ours). */
+interface Claim {
+  readonly id: string;
+  readonly request: AcquireRequest;
+  session: Session | undefined;
+  grant: Grant | undefined;
 }
 
 const slackMs = 500;
+/** lock_timeout and statement_timeout are int milliseconds. */
+const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
 /**
- * 'postgres:advisory': a session-level pg_advisory_lock on a pooled session that stays checked out
- * while the lock is held (the pool never hands a held session to anyone). The lock lives and dies with
- * the session: a dropped connection or pg_terminate_backend reports the grant lost. Waiting uses the
- * server's lock queue (pg_advisory_lock with lock_timeout), cancelled with pg_cancel_backend on abort.
+ * 'postgres:advisory': session-level pg_advisory_lock, many locks multiplexed onto a few dedicated
+ * sessions (SessionPool, at most `pool`), so holding 10 000 locks takes a handful of connections.
+ * The lock lives and dies with its session: a dropped connection or pg_terminate_backend reports every
+ * lock of that session lost. A free lock costs one round trip (pg_try_advisory_lock and the fence in
+ * one statement, no write: see fence.ts); a busy one waits in the server's FIFO lock queue
+ * (pg_advisory_lock under lock_timeout) on a session that holds nothing else, cancelled with
+ * pg_cancel_backend on abort. Two owners in this client never share a session for one key (a session
+ * re-takes its own advisory lock): a key held or being tried here is reported busy without asking.
  * Needs session state, so it does NOT work through a transaction-pooling PgBouncer (use 'lease').
  */
 export class AdvisoryBackend implements LockBackend {
   readonly name = 'postgres:advisory';
   readonly capabilities = advisoryCapabilities;
   readonly defaultPrefix = '';
-  private readonly pool: pg.Pool;
-  private readonly sql: ReturnType<typeof advisorySql>;
-  private readonly held = new Map<string, Held>();
+  private readonly pool: SessionPool;
+  private readonly names: FenceNames;
+  private readonly claims = new Map<string, Claim>();
+  private readonly grants = new Map<string, Claim>();
   private readonly deadlineMs: number;
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: ResolvedPostgresOptions) {
-    this.sql = advisorySql(options.fenceTable);
+    this.names = fenceNames(options.fenceTable);
     this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
-    this.pool = new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
-    this.pool.on('error', () => undefined);
+    // Named: parsed and planned once per session. nextval runs only for a granted row, after the grant.
+    const counter = `CASE WHEN pg_try_advisory_lock(id) THEN nextval('${this.names.sequence}')::text END AS counter`;
+    const statements: BatchStatements = {
+      try: { name: 'deadbolt_try_lock', text: `SELECT ${counter} FROM (SELECT $1::bigint AS id) AS t` },
+      tryMany: { name: 'deadbolt_try_locks', text: `SELECT n, ${counter} FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)` },
+      unlock: { name: 'deadbolt_unlock', text: 'SELECT pg_advisory_unlock($1::bigint) AS ok' },
+      unlockMany: { name: 'deadbolt_unlocks', text: 'SELECT n, pg_advisory_unlock(id) AS ok FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)' },
+    };
+    this.pool = new SessionPool(options, this.deadlineMs, statements, (client) => this.prepareSession(client), (session, cause) => this.sessionDied(session, cause));
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const client = await this.checkout('acquire', request.key);
-    const id = advisoryLockId(request.key, this.options.namespace);
-    let locked = false;
+    const id = advisoryLockId(request.key, this.options.namespace).toString();
+    if (this.claims.has(id)) return { acquired: false };
+    const claim: Claim = { id, request, session: undefined, grant: undefined };
+    this.claims.set(id, claim);
+    let session: Session | undefined;
     try {
-      const result = await withDeadline(client.query<{ ok: boolean; fence: string | null }>(this.sql.tryLockAndBump, [id.toString(), request.key]), this.deadlineMs);
-      locked = result.rows[0]?.ok === true;
-      if (!locked) {
-        client.release();
+      session = await this.session('acquire', request.key, () => this.pool.forStatement());
+      claim.session = session;
+      const counter = await session.tryLock(id);
+      if (counter === null) {
+        this.claims.delete(id);
         return { acquired: false };
       }
-      return { acquired: true, grant: this.hold(request, client, id, Number(result.rows[0]?.fence)) };
+      return { acquired: true, grant: this.hold(claim, session, counter) };
     } catch (error) {
-      // Unknown state (maybe locked): ending the session is the only way to be sure nothing stays held.
-      client.release(true);
+      this.claims.delete(id);
+      // A server-side error may come after the lock was taken: unlock (queued behind it, same session).
+      if (session !== undefined && !session.dead) void session.unlock(id).catch(() => undefined);
       throw this.unavailable('acquire', request.key, error);
     }
   }
 
   /**
-   * Waits in the server's queue: BEGIN; SET LOCAL lock_timeout = remaining; pg_advisory_lock; bump the
-   * fence; COMMIT. SET LOCAL resets itself at the end of the transaction, so the session goes back clean.
+   * Waits in the server's queue, in one round trip: SET LOCAL lock_timeout (the wait) and
+   * statement_timeout, pg_advisory_lock, then the fence, in one implicit transaction (the SET LOCALs
+   * end with it; the session-level lock does not).
    */
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     if (signal.aborted) return undefined;
-    const client = await this.checkout('acquire', request.key);
-    const id = advisoryLockId(request.key, this.options.namespace);
+    const session = await this.session('acquire', request.key, () => this.pool.forWait());
+    if (session === undefined) return this.poll(request, deadline, signal);
+    if (signal.aborted) return undefined;
+    const id = advisoryLockId(request.key, this.options.namespace).toString();
+    const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
+    const claim: Claim = { id, request, session, grant: undefined };
     let cancelled = false;
+    let settled = false;
     const onAbort = (): void => {
       cancelled = true;
-      void this.cancel(client);
+      // A cancel that lands before the statement starts waiting is lost: repeat until it settles.
+      void (async () => {
+        while (!settled) {
+          await this.cancel(session);
+          if (!settled) await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
     };
+    session.blocked = true;
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
     try {
-      const waitMs = Math.max(1, deadline - Date.now());
-      // Both are integers we computed (no user text): safe to inline, as SET takes no parameters.
-      await withDeadline(
-        client.query(`BEGIN; SET LOCAL lock_timeout = ${waitMs}; SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}`),
-        this.deadlineMs,
-      );
-      if (signal.aborted) throw signal.reason;
-      await withDeadline(client.query(this.sql.lock, [id.toString()]), waitMs + this.deadlineMs);
-      const fence = await withDeadline(client.query<{ fence: string }>(this.sql.bump, [request.key]), this.deadlineMs);
-      await withDeadline(client.query('COMMIT'), this.deadlineMs);
-      signal.removeEventListener('abort', onAbort);
+      // Integers we computed (no user text): safe to inline, as SET takes no parameters.
+      const results = (await session.query(
+        `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
+         WITH granted AS (SELECT pg_advisory_lock(${id}::bigint)) SELECT nextval('${this.names.sequence}')::text AS counter FROM granted`,
+        undefined,
+        waitMs + this.deadlineMs,
+      )) as unknown as pg.QueryResult<{ counter: string }>[];
+      session.blocked = false;
       if (cancelled || signal.aborted) {
-        // Granted just as the caller gave up: hand it back (ending the session unlocks for sure).
-        client.release(true);
+        // Granted as the caller gave up; the session may still get our cancel: end it (that unlocks).
+        this.pool.retire(session);
         return undefined;
       }
-      return this.hold(request, client, id, Number(fence.rows[0]?.fence));
+      return this.hold(claim, session, results[2]?.rows[0]?.counter ?? '');
     } catch (error) {
-      signal.removeEventListener('abort', onAbort);
+      session.blocked = false;
       const code = (error as { code?: unknown } | null)?.code;
-      // 55P03 lock_not_available (lock_timeout), 57014 query_canceled (our abort): nothing was granted.
-      if (code === '55P03' || code === '57014' || cancelled) {
-        const clean = await withDeadline(client.query('ROLLBACK'), this.deadlineMs).then(() => true, () => false);
-        // A rollback does not undo a session-level lock: only reuse the session if it holds nothing.
-        const holdsNothing = clean && (await this.holdsNothing(client));
-        client.release(!holdsNothing);
-        if (code === '55P03' || cancelled) return undefined;
-      } else {
-        client.release(true);
+      if (cancelled) {
+        this.pool.retire(session);
+        return undefined;
       }
+      // 55P03 lock_not_available: lock_timeout, nothing was granted and the session is clean.
+      if (code === '55P03') return undefined;
+      session.kill(error instanceof Error ? error : new Error(String(error)));
       throw this.unavailable('acquire', request.key, error);
+    } finally {
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
     }
   }
 
   async renew(grant: Grant, _ttlMs?: number): Promise<boolean> {
-    const held = this.held.get(grant.token);
-    if (held === undefined) return false;
-    const { classid, objid } = advisoryLockParts(held.id);
-    try {
-      const result = await withDeadline(held.client.query<{ held: boolean }>(this.sql.holds, [classid, objid]), this.deadlineMs);
-      return result.rows[0]?.held === true;
-    } catch {
-      // The session is unusable, so the lock is gone with it (or will be once the server notices).
-      this.drop(grant.token, true);
-      return false;
+    return (await this.renewMany([grant]))[0] ?? false;
+  }
+
+  /** A lock is held as long as its session lives: one ping per session, shared by all its locks. */
+  async renewMany(grants: readonly Grant[], _ttlMs?: readonly number[]): Promise<readonly boolean[]> {
+    const pings = new Map<Session, Promise<boolean>>();
+    for (const grant of grants) {
+      const session = this.grants.get(grant.token)?.session;
+      if (session !== undefined && !pings.has(session)) pings.set(session, session.ping());
     }
+    const alive = new Map<Session, boolean>();
+    for (const [session, ping] of pings) alive.set(session, await ping);
+    return grants.map((grant) => {
+      const session = this.grants.get(grant.token)?.session;
+      return session !== undefined && alive.get(session) === true && !session.dead;
+    });
   }
 
   async release(grant: Grant): Promise<boolean> {
-    const held = this.held.get(grant.token);
-    if (held === undefined) return false;
-    this.held.delete(grant.token);
-    held.detach();
+    const claim = this.grants.get(grant.token);
+    if (claim === undefined || claim.session === undefined) return false;
+    const session = claim.session;
+    this.grants.delete(grant.token);
     try {
-      const result = await withDeadline(held.client.query<{ ok: boolean }>(this.sql.unlock, [held.id.toString()]), this.deadlineMs);
-      const ok = result.rows[0]?.ok === true;
-      held.client.release(!ok);
-      return ok;
+      return (await session.unlock(claim.id)) === true;
     } catch {
-      held.client.release(true);
+      // Unknown: the lock may still be held on a live session. Ending the session is the only sure
+      // way to let it go, and takes the session's other locks with it (reported lost).
+      session.kill(new Error(`the release of "${grant.key}" failed, so its session was ended`));
       return false;
+    } finally {
+      session.held.delete(claim.id);
+      if (this.claims.get(claim.id) === claim) this.claims.delete(claim.id);
     }
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      for (const token of [...this.held.keys()]) this.drop(token, true);
-      await withDeadline(this.pool.end(), 1_000).catch(() => undefined);
+      this.claims.clear();
+      this.grants.clear();
+      await this.pool.close();
     })();
     return this.closing;
   }
 
-  private hold(request: AcquireRequest, client: pg.PoolClient, id: bigint, fence: number): Grant {
-    const grant: Grant = { key: request.key, owner: request.owner, token: randomToken(), fence };
-    const lost = (cause?: unknown): void => {
-      if (!this.held.has(grant.token)) return;
-      this.drop(grant.token, true);
-      request.onLost(grant, cause instanceof Error ? cause : new Error(`the session holding "${request.key}" ended`));
-    };
-    const onError = (error: Error): void => lost(error);
-    const onEnd = (): void => lost();
-    client.on('error', onError);
-    client.on('end', onEnd);
-    const detach = (): void => {
-      client.off('error', onError);
-      client.off('end', onEnd);
-    };
-    this.held.set(grant.token, { client, id, detach });
+  private hold(claim: Claim, session: Session, counter: string): Grant {
+    const fence = fenceOf(session.epoch, counter);
+    if (fence === undefined) {
+      void session.unlock(claim.id).catch(() => undefined);
+      this.claims.delete(claim.id);
+      throw new BackendUnavailableError('acquire', {
+        key: claim.request.key,
+        backend: this.name,
+        cause: new Error('the fence counter of this server incarnation is used up (2^36 grants); a server restart starts a new epoch'),
+      });
+    }
+    const grant: Grant = { key: claim.request.key, owner: claim.request.owner, token: randomToken(), fence };
+    claim.grant = grant;
+    claim.session = session;
+    this.claims.set(claim.id, claim);
+    this.grants.set(grant.token, claim);
+    session.held.add(claim.id);
     return grant;
   }
 
-  private drop(token: string, destroy: boolean): void {
-    const held = this.held.get(token);
-    if (held === undefined) return;
-    this.held.delete(token);
-    held.detach();
-    held.client.on('error', () => undefined);
-    try {
-      held.client.release(destroy);
-    } catch {
-      // already released by the pool after a fatal error
+  /** Every lock of a dead session is lost (the server let them go with it). */
+  private sessionDied(session: Session, cause: Error): void {
+    for (const id of session.held) {
+      const claim = this.claims.get(id);
+      if (claim === undefined || claim.session !== session) continue;
+      this.claims.delete(id);
+      if (claim.grant === undefined) continue;
+      this.grants.delete(claim.grant.token);
+      claim.request.onLost(claim.grant, new Error(`the session holding "${claim.request.key}" ended: ${cause.message}`));
     }
+    session.held.clear();
   }
 
-  private async holdsNothing(client: pg.PoolClient): Promise<boolean> {
-    const result = await withDeadline(
-      client.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`),
-      this.deadlineMs,
-    ).catch(() => undefined);
-    return result?.rows[0]?.n === '0';
+  /** No session may be parked in a wait (all but one are): try and back off until the deadline. */
+  private async poll(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    for (let attempt = 1; !signal.aborted; attempt += 1) {
+      const result = await this.tryAcquire(request);
+      if (result.acquired) return result.grant;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(remaining, backoffDelayMs(attempt))));
+    }
+    return undefined;
   }
 
-  /** Cancels the waiting statement of `client` from a separate short-lived connection (a pg cancel). */
-  private async cancel(client: pg.PoolClient): Promise<void> {
-    const pid = (client as unknown as { processID?: number }).processID;
+  /** Cancels the wait of `session` from another of our sessions (a pg cancel), which then gets retired. */
+  private async cancel(waiting: Session): Promise<void> {
+    const pid = waiting.pid;
     if (pid === undefined) return;
-    const canceller = new pg.Client(clientConfig(this.options));
-    canceller.on('error', () => undefined);
     try {
-      await withDeadline(canceller.connect(), this.deadlineMs);
-      await withDeadline(canceller.query('SELECT pg_cancel_backend($1)', [pid]), this.deadlineMs);
+      const session = await this.pool.forStatement();
+      await session.query('SELECT pg_cancel_backend($1)', [pid]);
     } catch {
-      // The waiting query's own deadline still bounds it.
-    } finally {
-      await withDeadline(canceller.end(), 500).catch(() => undefined);
+      // The wait's own lock_timeout and deadline still bound it.
     }
   }
 
-  private async checkout(action: string, key: string): Promise<pg.PoolClient> {
-    if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
-    try {
-      await withDeadline(this.ensureSchema(), this.deadlineMs);
-      return await withDeadline(this.pool.connect(), this.deadlineMs);
-    } catch (error) {
-      throw this.unavailable(action, key, error);
-    }
+  private async prepareSession(client: pg.Client): Promise<number> {
+    await this.ensureSchema(client);
+    return readEpoch(client, this.names);
   }
 
-  private ensureSchema(): Promise<void> {
+  private ensureSchema(client: pg.Client): Promise<void> {
     this.schema ??= (async () => {
-      for (const statement of this.sql.schema) {
+      for (const statement of fenceSchema(this.names)) {
         try {
-          await this.pool.query(statement);
+          await client.query(statement);
         } catch (error) {
           if (!isAlreadyExists(error)) throw error;
         }
@@ -237,6 +283,15 @@ export class AdvisoryBackend implements LockBackend {
       throw error;
     });
     return this.schema;
+  }
+
+  private async session<T>(action: string, key: string, pick: () => Promise<T>): Promise<T> {
+    if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
+    try {
+      return await pick();
+    } catch (error) {
+      throw this.unavailable(action, key, error);
+    }
   }
 
   private unavailable(action: string, key: string, error: unknown): DeadboltError {
