@@ -43,6 +43,14 @@ export class RedisBackend implements LockBackend {
   private readonly owned: (Redis | Cluster)[] = [];
   private readonly notifier: ReleaseNotifier | undefined;
   private readonly deadlineMs: number;
+  /** Core's call guard bounds each call a little above this (issue 14). */
+  readonly callTimeoutMs: number;
+  /**
+   * Single-server and Cluster modes send one command per call, which ioredis' commandTimeout already
+   * bounds (core's guard is the safety net above it): no second timer on the hot path. RedLock
+   * fans out to several masters and keeps its own deadline.
+   */
+  private readonly ownDeadline: boolean;
   private closing: Promise<void> | undefined;
   /** Operations the deadline gave up on (see tryAcquire). Weak: they are forgotten with the promise. */
   private readonly gaveUp = new WeakSet<Promise<unknown>>();
@@ -79,6 +87,8 @@ export class RedisBackend implements LockBackend {
       }
     }
     this.capabilities = this.mode.capabilities;
+    this.callTimeoutMs = this.deadlineMs;
+    this.ownDeadline = options.mode === 'redlock';
   }
 
   private singleMode(connection: Redis | Cluster): LockMode {
@@ -97,6 +107,7 @@ export class RedisBackend implements LockBackend {
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    if (!this.ownDeadline) return this.run('acquire', request.key, () => this.mode.tryAcquire(request));
     return this.run('acquire', request.key, () => {
       const attempt = this.mode.tryAcquire(request);
       // If the safety-net deadline gives up first, a grant that lands later must not stay behind.
@@ -150,7 +161,7 @@ export class RedisBackend implements LockBackend {
     if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
     const pending = operation();
     try {
-      return bounded ? await withDeadline(pending, this.deadlineMs) : await pending;
+      return bounded && this.ownDeadline ? await withDeadline(pending, this.deadlineMs) : await pending;
     } catch (error) {
       if (error instanceof DeadlineExceededError) this.gaveUp.add(pending);
       if (error instanceof DeadboltError) throw error;

@@ -3,7 +3,7 @@ import { openDeadbolt } from './deadbolt.js';
 import { openNodeRedlock, openRedisSemaphore } from './raw/peers.js';
 import { openRawMemcached } from './raw/memcached.js';
 import { openRawPostgres } from './raw/postgres.js';
-import { openRawRedis } from './raw/redis.js';
+import { openRawRedis, openRawTokenHandoff } from './raw/redis.js';
 import { openRawZooKeeper } from './raw/zookeeper.js';
 import type { Mutex, Subject, SubjectKind } from './subject.js';
 
@@ -86,12 +86,13 @@ export function backendPlans(starters: Starters): BackendPlan[] {
         const url = server!.url;
         return [
           subject('redis', 'bare protocol', 'raw', () => openRawRedis(url, ttlMs)),
-          ...['setnx', 'hash-reentrant', 'getset'].map((mode) => subject('redis', mode, 'deadbolt', () => openDeadbolt(withMode(url, mode), ttlMs))),
+          subject('redis', 'BLPOP/LPUSH token', 'token-handoff', () => openRawTokenHandoff(url)),
+          ...['setnx', 'fair', 'hash-reentrant', 'getset'].map((mode) => subject('redis', mode, 'deadbolt', () => openDeadbolt(withMode(url, mode), ttlMs))),
           subject('redis', 'default settings', 'node-redlock', () => openNodeRedlock(url, ttlMs)),
           subject('redis', 'default settings', 'redis-semaphore', () => openRedisSemaphore(url, ttlMs)),
         ];
       },
-      scaleUrls: (server) => ['setnx', 'hash-reentrant'].map((mode) => ({ mode, url: withMode(server!.url, mode) })),
+      scaleUrls: (server) => ['setnx', 'fair', 'hash-reentrant'].map((mode) => ({ mode, url: withMode(server!.url, mode) })),
     },
     {
       backend: 'postgres',

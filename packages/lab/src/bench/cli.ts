@@ -32,8 +32,10 @@ function planMeasurements(plan: BackendPlan, server: ServerHandle | undefined, q
     measurements.push({ label: `${subject.backend} ${subject.mode} ${subject.subject} ${workload}`, run: () => run({ durationMs, keyspace: keyspace() }) });
   };
   for (const subject of subjects) {
-    add(subject, 'uncontended', (settings) => runUncontended(subject, 1, settings));
-    if (!quick) add(subject, 'uncontended-50', (settings) => runUncontended(subject, 50, settings));
+    // The token hand-off is the limit of contended rows only: uncontended, it is a pop and a push.
+    const locks = subject.subject !== 'token-handoff';
+    if (locks) add(subject, 'uncontended', (settings) => runUncontended(subject, 1, settings));
+    if (locks && !quick) add(subject, 'uncontended-50', (settings) => runUncontended(subject, 50, settings));
     add(subject, 'contended-10 hold 0', (settings) => runContended(subject, 10, 0, settings));
     if (!quick) {
       add(subject, 'contended-10 hold 1ms', (settings) => runContended(subject, 10, 1, settings));

@@ -51,7 +51,7 @@ function peerRatio(row: BenchRow, rows: BenchRow[], peer: string): string {
 }
 
 export function renderTable(rows: BenchRow[]): string {
-  const header = ['backend', 'mode', 'workload', 'hold', 'subject', 'ops/s', 'owner chg/s', 'p50 ms', 'p99 ms', 'max ms', 'fairness', 'vs raw', 'vs redlock', 'vs semaphore', 'notes'];
+  const header = ['backend', 'mode', 'workload', 'hold', 'subject', 'ops/s', 'owner chg/s', 'p50 ms', 'p99 ms', 'max ms', 'fairness', 'vs raw', 'vs hand-off', 'vs redlock', 'vs semaphore', 'notes'];
   const body = rows.map((row) => [
     row.backend,
     row.mode,
@@ -65,6 +65,7 @@ export function renderTable(rows: BenchRow[]): string {
     format(row.maxMs),
     format(row.fairness),
     row.ratioToRaw === null ? '-' : `${row.ratioToRaw}x`,
+    row.workload.startsWith('contended') ? peerRatio(row, rows, 'token-handoff') : '-',
     peerRatio(row, rows, 'node-redlock'),
     peerRatio(row, rows, 'redis-semaphore'),
     Object.entries(row.extra ?? {})
@@ -86,8 +87,10 @@ export function writeResults(directory: string, machine: MachineDescription, row
     '',
     `Machine: ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}; servers: ${machine.servers} on loopback.`,
     'Every ratio compares figures measured in this same run: "vs raw" is throughput over the bare protocol on the raw client',
-    '(ops/s), "vs redlock" / "vs semaphore" compare owner changes/s under contention (ops/s otherwise) with node-redlock v5 and',
-    "redis-semaphore's Mutex at their default settings. Absolute numbers depend on the machine; the ratios are the result.",
+    '(ops/s), "vs hand-off" compares contended owner changes/s with a bare BLPOP/LPUSH token passed between the same number of',
+    'workers (the limit of a hand-off on that server), "vs redlock" / "vs semaphore" compare owner changes/s under contention',
+    "(ops/s otherwise) with node-redlock v5 and redis-semaphore's Mutex at their default settings. Absolute numbers depend on",
+    'the machine; the ratios are the result.',
     '',
     renderTable(rows),
     '',

@@ -5,7 +5,8 @@ export interface Mutex {
   close(): Promise<void>;
 }
 
-export type SubjectKind = 'deadbolt' | 'raw' | 'node-redlock' | 'redis-semaphore';
+/** 'token-handoff': the limit of a contended hand-off (one token passed by BLPOP/LPUSH), not a lock. */
+export type SubjectKind = 'deadbolt' | 'raw' | 'token-handoff' | 'node-redlock' | 'redis-semaphore';
 
 export interface Subject {
   readonly backend: string;

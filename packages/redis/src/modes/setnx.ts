@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { pair, queueScript, runScript } from '../scripts.js';
-import { randomToken } from '../token.js';
+import { TokenSource } from '../token.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
 export const setnxCapabilities: Capabilities = Object.freeze({
@@ -25,10 +25,12 @@ export class SetnxMode implements LockMode {
   readonly capabilities = setnxCapabilities;
   readonly publishesReleases = true;
 
+  private readonly tokens = new TokenSource();
+
   constructor(private readonly connection: Redis | Cluster) {}
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const token = randomToken();
+    const token = this.tokens.next();
     const [acquired, value] = pair(await runScript(this.connection, 'setnx-acquire', [request.key, fenceKey(request.key)], [token, request.ttlMs]));
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: value } };

@@ -26,3 +26,32 @@ export async function openRawRedis(url: string, ttlMs: number): Promise<Mutex> {
     },
   };
 }
+
+/**
+ * The limit of a contended hand-off on one Redis, measured beside the locks: the "lock" is one token
+ * in a list, taken with BLPOP and given back with LPUSH, so the server wakes exactly the longest
+ * blocked client (FIFO) and a hand-off costs one push and one pop. No lease, no owner check, no
+ * fencing: nothing a lock could do faster. Each worker opens its own connection, as with the locks.
+ */
+export async function openRawTokenHandoff(url: string): Promise<Mutex> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  const seeded = new Set<string>();
+  return {
+    async acquire(key) {
+      const list = `${key}:token`;
+      if (!seeded.has(key)) {
+        seeded.add(key);
+        // The first worker on a key puts the one token in; the others find the marker.
+        if ((await redis.set(`${key}:seeded`, '1', 'NX')) === 'OK') await redis.lpush(list, 'token');
+      }
+      await redis.blpop(list, 0);
+      return async () => {
+        await redis.lpush(list, 'token');
+      };
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
