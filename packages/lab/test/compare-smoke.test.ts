@@ -40,8 +40,8 @@ const plan: [string, string][] = [
   ['getset-clock-skew', 'redis/getset,redis/setnx'],
   ['postgres-restart', 'postgres/lease'],
   ['partition', 'redis/setnx'],
-  ['redis-failover', 'redis'],
-  ['redlock-restart', 'redis'],
+  ['redis-failover', 'redis/fair'],
+  ['redlock-restart', 'redis/redlock'],
 ];
 
 async function smoke(scenario: string, rows: string): Promise<Summary> {

@@ -21,6 +21,7 @@ export interface Target {
 
 export const targetCatalogue = {
   'redis/setnx': { backend: 'redis', mode: 'setnx', pkg: '@deadbolt/redis', ttlMs: 1000, fenced: true, start: (s) => s.startRedis(), url: (u) => `${u}?mode=setnx` },
+  'redis/fair': { backend: 'redis', mode: 'fair', pkg: '@deadbolt/redis', ttlMs: 1000, fenced: true, start: (s) => s.startRedis(), url: (u) => `${u}?mode=fair` },
   'redis/hash-reentrant': { backend: 'redis', mode: 'hash-reentrant', pkg: '@deadbolt/redis', ttlMs: 1000, fenced: true, start: (s) => s.startRedis(), url: (u) => `${u}?mode=hash-reentrant` },
   'memcached/default': { backend: 'memcached', mode: 'default', pkg: '@deadbolt/memcached', ttlMs: 1000, fenced: false, start: (s) => s.startMemcached(), url: (u) => u },
   'postgres/lease': { backend: 'postgres', mode: 'lease', pkg: '@deadbolt/postgres', ttlMs: 1000, fenced: true, start: (s) => s.startPostgres(), url: (u) => `${u}?mode=lease` },

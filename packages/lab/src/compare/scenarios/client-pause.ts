@@ -19,7 +19,7 @@ async function pauseFirstHold(ctx: RunContext, ttlMs: number): Promise<void> {
   });
 }
 
-const rows: TargetName[] = ['redis/setnx', 'redis/hash-reentrant', 'memcached/default', 'postgres/lease', 'zookeeper/ephemeral-sequential'];
+const rows: TargetName[] = ['redis/setnx', 'redis/fair', 'redis/hash-reentrant', 'memcached/default', 'postgres/lease', 'zookeeper/ephemeral-sequential'];
 
 async function runTarget(t: Target, quick: boolean): Promise<ReturnType<typeof row>> {
   const server = await t.start(await servers());

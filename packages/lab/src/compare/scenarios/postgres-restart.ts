@@ -12,10 +12,12 @@ export const postgresRestart: Scenario = {
   description: 'The PostgreSQL server restarts mid-run (a crash and recovery, or a planned restart). Advisory locks live in the database session, so they vanish and their holders are told; lease rows are stored in a table and survive.',
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
   async run(opts) {
-    const s = await servers();
-    const server = await s.startPostgres();
+    // Started on the first row that runs (none may: --only), shared by the others.
+    let started: ReturnType<Awaited<ReturnType<typeof servers>>['startPostgres']> | undefined;
     try {
       return await forEachRow('postgres-restart', rows, opts, async ({ mode }) => {
+        started ??= servers().then((s) => s.startPostgres());
+        const server = await started;
         const spec: RunSpec = { url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 5000 : 8000, ttlMs: 3000, holdMs: 300 };
         const history = await runWorkload(spec, async (ctx) => {
           await sleep(1500);
@@ -25,6 +27,6 @@ export const postgresRestart: Scenario = {
           mode === 'advisory' ? 'holders told they lost the lock; 0 overlaps when they obey' : '0 overlaps',
           (c) => c.overlaps === 0);
       });
-    } finally { await server.stop(); }
+    } finally { if (started) await (await started).stop(); }
   },
 };

@@ -83,13 +83,17 @@ async function followPrimaryByAddress(pair: RedisPrimaryReplica, timeoutMs: numb
   }
 }
 
-const rows = [{ backend: 'redis', mode: 'setnx', pkg: '@deadbolt/redis' }] as const;
+const rows = [
+  { backend: 'redis', mode: 'setnx', pkg: '@deadbolt/redis' },
+  // The fair queue lives on the primary too: the promoted replica has neither the grant nor the queue.
+  { backend: 'redis', mode: 'fair', pkg: '@deadbolt/redis' },
+] as const;
 
 export const redisFailover: Scenario = {
   name: 'redis-failover',
   description: 'The Redis primary dies and its replica is promoted, but the replica had not yet received the latest grant (replication is asynchronous; the lag is made explicit by pausing the replica). The new primary has never heard of the lock and grants it again.',
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
-  run: (opts) => forEachRow('redis-failover', rows, opts, async () => {
+  run: (opts) => forEachRow('redis-failover', rows, opts, async ({ mode }) => {
     const s = await servers();
     // shutdown-timeout 0: Redis 7 otherwise spends up to 10 s of its SIGTERM shutdown waiting for a
     // lagging replica to catch up, and the paused replica is lagging by design. A crash does not wait.
@@ -101,14 +105,14 @@ export const redisFailover: Scenario = {
         await freezeReplication(pair);
         const ttlMs = 8000;
         const spec: RunSpec = {
-          url: `${proxy.rewrite(pair.primary.url)}?mode=setnx`,
+          url: `${proxy.rewrite(pair.primary.url)}?mode=${mode}`,
           clients: 3, childClients: 1, durationMs: opts.quick ? 10_000 : 16_000, ttlMs,
           // Long enough to cover a container stop, unpause and promotion on a busy machine.
           holdMs: 6000,
           othersStartAfterFirstHold: true,
         };
         const history = await runWorkload(spec, (ctx) => failOverDuringFirstHold(ctx, pair, proxy));
-        return row('redis', 'setnx', 'redis-failover', history,
+        return row('redis', mode, 'redis-failover', history,
           'overlaps: the grant never reached the replica (paused: it stands for replication lag), so the promoted replica grants the lock again while c0 holds it',
           (c) => c.overlaps > 0);
       } finally { await proxy.close(); }

@@ -36,7 +36,7 @@ const rows = [{ backend: 'redis', mode: 'redlock', pkg: '@deadbolt/redis' }] as 
 
 export const redlockRestart: Scenario = {
   name: 'redlock-restart',
-  description: "Kleppmann's RedLock counter-example: five independent Redis masters; the first holder's grant rests on a bare majority (3 of 5), then one of those three restarts without persistence and comes back empty, so another client wins a majority too.",
+  description: "Kleppmann's RedLock counter-example: five independent Redis masters; the first holder's grant rests on a bare majority (3 of 5), then one of those three restarts without persistence and comes back empty, so another client wins a majority too. (RedLock's own algorithm: the single-server Redis modes meet their version of this in redis-failover.)",
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
   run: (opts) => forEachRow('redlock-restart', rows, opts, async () => {
     const s = await servers();
