@@ -34,8 +34,33 @@ export interface Capabilities {
   readonly election?: boolean;
 }
 
+/**
+ * What kind of hold a request asks for. A request without one asks for the plain exclusive lock
+ * (the mutex). Core sends a kind only to a backend whose capabilities declare it (`readWrite`,
+ * `semaphore`); a backend keeps the kinds of one key apart from its mutex and from each other
+ * where it can (ZooKeeper shares the path, as Curator does, but the node names differ).
+ */
+export type LockKind =
+  | {
+      readonly type: 'read';
+      /**
+       * Set when the same owner holds the write lock of this key (a downgrade): the read must be
+       * granted at once, beside that write grant and ahead of every queued writer (Curator after
+       * CURATOR-621), so that releasing the write keeps queued writers out until the read goes.
+       */
+      readonly downgradeOf?: Grant;
+    }
+  | { readonly type: 'write' }
+  | {
+      readonly type: 'permit';
+      /** The semaphore's size: at most this many permits of the key are held at once. */
+      readonly permits: number;
+    };
+
 /** One attempt to take a lock, as core hands it to a backend. Already validated. */
 export interface AcquireRequest {
+  /** The kind of hold (read, write, permit); absent for the plain mutex. See LockKind. */
+  readonly kind?: LockKind;
   /** The full key: the client's prefix + the user's key. */
   readonly key: string;
   /** Who asks. Stable for one owner (a flow or an explicit `owner`), unique per client instance. */
@@ -115,6 +140,12 @@ export interface LockBackend {
    * attempt, whose failure would cost a create, a listing and a delete before queueing anyway.
    */
   readonly acquireQueuesAtOnce?: boolean;
+
+  /**
+   * True when `acquire` is there only for the kinds (read, write, permit: their FIFO queue), and a
+   * mutex waits with `tryAcquire` + `waitForChange` as if `acquire` were absent (the memory backend).
+   */
+  readonly acquireForKindsOnly?: boolean;
 
   /**
    * Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone.

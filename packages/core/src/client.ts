@@ -2,16 +2,19 @@ import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { guardCall } from './adapter/call-guard.js';
 import { inspectSafely } from './adapter/safe-inspect.js';
-import type { AcquireRequest, AttemptResult, Grant, LockBackend } from './backend.js';
+import type { AcquireRequest, AttemptResult, Grant, LockBackend, LockKind } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
 import { resolveConfig } from './config.js';
 import { BackendUnavailableError, ClientClosedError, DeadboltError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
-import { Lease, leaseId } from './lease.js';
+import { checkKindSupported, kindLeaseId, kindName, planReentry, type KindAcquirer, type ReadWriteLock, type Semaphore, type SemaphoreOptions } from './kinds.js';
+import { Lease } from './lease.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
 import { acquireAll } from './multi-lock.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
+import { createReadWriteLock } from './read-write.js';
+import { createSemaphore } from './semaphore.js';
 import { Renewer } from './renewer.js';
 import { sleep } from './sleep.js';
 import { instruments, traced } from './telemetry.js';
@@ -44,6 +47,8 @@ export interface AcquirePlan {
   readonly waitMs: number;
   readonly autoRenew: boolean;
   readonly signal: AbortSignal | undefined;
+  /** Read, write or permit; undefined for the mutex. */
+  readonly kind: LockKind | undefined;
 }
 
 /**
@@ -51,7 +56,7 @@ export interface AcquirePlan {
  * notifications or backoff, reentrancy bookkeeping, renewal, loss detection, events and telemetry.
  * Backends only make single atomic attempts (see backend.ts).
  */
-export class DeadboltClient implements LockClient, HandleOwner {
+export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   /** Distinguishes owners of different client instances, like Redisson's connection-manager id. */
   readonly id = randomUUID();
   private readonly emitter = new EventEmitter();
@@ -103,10 +108,27 @@ export class DeadboltClient implements LockClient, HandleOwner {
     return this.acquireOrNull(key, options, false);
   }
 
-  async withLock<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+  withLock<T>(key: string, fn: (lock: Lock) => Promise<T> | T, options?: AcquireOptions): Promise<T> {
+    return this.withKind(key, undefined, fn, options);
+  }
+
+  readWriteLock(key: string): ReadWriteLock {
+    return createReadWriteLock(this, key, this.backendLabel);
+  }
+
+  semaphore(key: string, options: SemaphoreOptions): Semaphore {
+    return createSemaphore(this, key, options, this.backendLabel);
+  }
+
+  /** The mutex's acquisition with a kind of hold attached (read-write locks, semaphores). */
+  acquireKind(key: string, kind: LockKind | undefined, options: AcquireOptions | undefined, mayWait: boolean): Promise<Lock | null> {
+    return this.acquireOrNull(key, options, mayWait, kind);
+  }
+
+  async withKind<T>(key: string, kind: LockKind | undefined, fn: (lock: Lock) => Promise<T> | T, options: AcquireOptions | undefined): Promise<T> {
     // The body runs as one flow, so nested acquires of the same key inside it re-enter.
     const flow = currentFlow() ?? newFlow();
-    const lock = await runInFlow(flow, () => this.acquire(key, { ...options, autoRenew: options?.autoRenew ?? true }));
+    const lock = await runInFlow(flow, async () => (await this.acquireOrNull(key, { ...options, autoRenew: options?.autoRenew ?? true }, true, kind))!);
     let failed = false;
     try {
       return await runInFlow(flow, () => fn(lock));
@@ -154,19 +176,20 @@ export class DeadboltClient implements LockClient, HandleOwner {
 
   // ---- acquisition ----------------------------------------------------------------------------
 
-  private async acquireOrNull(key: string, options: AcquireOptions | undefined, mayWait: boolean): Promise<Lock | null> {
+  private async acquireOrNull(key: string, options: AcquireOptions | undefined, mayWait: boolean, kind?: LockKind): Promise<Lock | null> {
     validateAcquireOptions(key, options, this.backendLabel, mayWait);
     this.assertOpen(key);
     const backend = await this.backendLoading;
     this.assertOpen(key);
-    const plan = this.plan(backend, key, options, mayWait);
+    const plan = this.plan(backend, key, options, mayWait, kind);
     plan.signal?.throwIfAborted();
-    return traced('acquire', { 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs }, () =>
+    return traced('acquire', { 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs, 'deadbolt.kind': kindName(kind) }, () =>
       this.acquireWithPlan(backend, plan, mayWait),
     );
   }
 
-  private plan(backend: LockBackend, key: string, options: AcquireOptions | undefined, mayWait: boolean): AcquirePlan {
+  private plan(backend: LockBackend, key: string, options: AcquireOptions | undefined, mayWait: boolean, kind: LockKind | undefined): AcquirePlan {
+    if (kind) checkKindSupported(kind, backend.capabilities, backend.name, key);
     const prefix = this.configuredPrefix ?? backend.defaultPrefix ?? '';
     const ttlMs = options?.ttlMs ?? this.defaults.ttlMs;
     const plan: AcquirePlan = {
@@ -178,6 +201,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
       // As Redisson's watchdog: renew automatically unless the caller chose a lease length.
       autoRenew: options?.autoRenew ?? (options?.ttlMs === undefined ? this.defaults.autoRenew : false),
       signal: options?.signal,
+      kind,
     };
     validateAgainstCapabilities(plan.fullKey, key, ttlMs, backend.capabilities, backend.name);
     return plan;
@@ -191,7 +215,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
       key: plan.fullKey,
       owner: plan.owner,
       ttlMs: plan.ttlMs,
-      onLost: (grant, cause) => this.onBackendLost(grant, cause),
+      onLost: (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, plan.kind, grant.token), grant, cause),
     };
     let attempts = 0;
     try {
@@ -215,7 +239,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
           if (!mayWait) return null;
           throw this.timeout(backend, plan, attempts);
         }
-        if (backend.acquire) continue;
+        if (queuesNatively(backend, plan)) continue;
         await this.waitForTurn(backend, plan.fullKey, attempts, remainingMs, outcome.retryAfterMs, abort.signal);
       }
     } finally {
@@ -225,14 +249,20 @@ export class DeadboltClient implements LockClient, HandleOwner {
 
   /** One attempt, or one native wait: a lock, or Busy. Throws on a native wait's timeout, abort, failure. */
   private async attemptOnce(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, at: AttemptContext): Promise<Lock | Busy> {
+    // The kind is settled per attempt: a downgrade depends on what this owner holds right now.
     const { deadline, startedAt, signal, attempts } = at;
-    const reentered = await this.reenter(backend, plan, request);
-    if (reentered) return reentered;
+    const reentry = planReentry(plan.fullKey, plan.owner, plan.kind, (id) => this.leases.get(id), { key: plan.userKey, backend: backend.name });
+    if ('reenter' in reentry) {
+      const reentered = await this.reenter(backend, plan, request, reentry.reenter);
+      if (reentered) return reentered;
+    } else if (reentry.ask) {
+      request = { ...request, kind: reentry.ask };
+    }
     const sentAt = Date.now();
     // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
     // costs the same as anywhere else, and a busy one is reported ('contended') before we queue.
     // A backend whose queueing is as cheap as an attempt queues at once and reports contention itself.
-    if (backend.acquire && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
+    if (queuesNatively(backend, plan) && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
       let reported = attempts > 1;
       const queued: AcquireRequest = {
         ...request,
@@ -267,9 +297,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
   }
 
   /** Same owner, same key, lease alive: count one more hold instead of asking for a second grant. */
-  private async reenter(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest): Promise<Lock | undefined> {
-    const lease = this.leases.get(leaseId(plan.fullKey, plan.owner));
-    if (!lease || lease.lost) return undefined;
+  private async reenter(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, lease: Lease): Promise<Lock | undefined> {
     if (backend.capabilities.reentrant === 'server') {
       // The server keeps the count (hash-reentrant): it must see every hold and every release.
       const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), { undoLateGrant: true });
@@ -285,8 +313,9 @@ export class DeadboltClient implements LockClient, HandleOwner {
   }
 
   private grantLock(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number): Lock {
-    const lease = new Lease(plan.userKey, plan.fullKey, plan.owner, grant, plan.ttlMs, plan.autoRenew, backend.capabilities.lease === 'session', sentAt);
-    this.leases.set(leaseId(plan.fullKey, plan.owner), lease);
+    const id = kindLeaseId(plan.fullKey, plan.owner, plan.kind, grant.token);
+    const lease = new Lease(plan.userKey, plan.fullKey, plan.owner, grant, plan.ttlMs, plan.autoRenew, backend.capabilities.lease === 'session', sentAt, id);
+    this.leases.set(id, lease);
     this.renewer?.add(lease);
     const waitedMs = Date.now() - startedAt;
     this.emit('acquired', { key: plan.userKey, owner: plan.owner, fence: grant.fence, waitedMs, reentered: false });
@@ -358,8 +387,8 @@ export class DeadboltClient implements LockClient, HandleOwner {
     this.emit('released', { key: lease.userKey, owner: lease.owner });
   }
 
-  private onBackendLost(grant: Grant, cause: Error): void {
-    const lease = this.leases.get(leaseId(grant.key, grant.owner));
+  private onBackendLost(id: string, grant: Grant, cause: Error): void {
+    const lease = this.leases.get(id);
     if (lease && lease.grant.token === grant.token) this.markLost(lease, cause instanceof LockLostError ? cause.reason : cause.message, cause);
   }
 
@@ -381,8 +410,7 @@ export class DeadboltClient implements LockClient, HandleOwner {
   }
 
   private forget(lease: Lease): void {
-    const id = leaseId(lease.fullKey, lease.owner);
-    if (this.leases.get(id) === lease) this.leases.delete(id);
+    if (this.leases.get(lease.id) === lease) this.leases.delete(lease.id);
     this.renewer?.remove(lease);
   }
 
@@ -398,15 +426,15 @@ export class DeadboltClient implements LockClient, HandleOwner {
       label: () => this.backendLabel,
       backend: () => this.backendLoading,
       assertOpen: (key) => this.assertOpen(key),
-      plan: (backend, key, options, mayWait) => this.plan(backend, key, options, mayWait),
+      plan: (backend, key, options, mayWait) => this.plan(backend, key, options, mayWait, undefined),
       acquire: (key, options) => this.acquire(key, options),
-      holds: (fullKey, owner) => this.leases.get(leaseId(fullKey, owner))?.lost === false,
+      holds: (fullKey, owner) => this.leases.get(kindLeaseId(fullKey, owner, undefined, ''))?.lost === false,
       adopt: (backend, plan, grant, sentAt, startedAt) => this.grantLock(backend, plan, grant, sentAt, startedAt),
       call: (backend, action, key, fn, how) =>
         this.call(backend, action, key, fn, how?.release
           ? { closable: false }
           : { undoLateGrant: true, ...(how?.waitUntil === undefined ? {} : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs }) }),
-      onLost: (grant, cause) => this.onBackendLost(grant, cause),
+      onLost: (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, undefined, grant.token), grant, cause),
       emit: (event, ...args) => this.emit(event, ...args),
       timeout: (backend, plan, attempts) => this.timeout(backend, plan, attempts),
       waitForTurn: (backend, fullKey, attempt, remainingMs, retryAfterMs, signal) => this.waitForTurn(backend, fullKey, attempt, remainingMs, retryAfterMs, signal),
@@ -498,6 +526,11 @@ export class DeadboltClient implements LockClient, HandleOwner {
 }
 
 /** An attempt that found the lock busy; `retryAfterMs` is the holder's remaining lease, if known. */
+/** Whether the backend's native `acquire` serves this plan (see LockBackend.acquireForKindsOnly). */
+function queuesNatively(backend: LockBackend, plan: AcquirePlan): boolean {
+  return backend.acquire !== undefined && (plan.kind !== undefined || backend.acquireForKindsOnly !== true);
+}
+
 class Busy {
   constructor(readonly retryAfterMs: number | undefined) {}
 }

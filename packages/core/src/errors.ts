@@ -90,7 +90,7 @@ export class BackendUnavailableError extends DeadboltError {
 
 /** Bad input: caught before any I/O. The message says what was wrong and what to do. */
 export class InvalidArgumentError extends DeadboltError {
-  override readonly code = 'INVALID_ARGUMENT';
+  override readonly code: string = 'INVALID_ARGUMENT';
   /** The option or argument that was wrong. */
   readonly argument: string;
 
@@ -117,5 +117,18 @@ export class UnsupportedOperationError extends DeadboltError {
   constructor(operation: string, reason: string, context: ErrorContext = {}) {
     super(`${operation} is not supported: ${reason}`, context);
     this.operation = operation;
+  }
+}
+
+/**
+ * A write lock asked for by an owner that holds the read lock of the same key. Refused, as Curator
+ * does: two readers upgrading at once would each wait for the other forever. Release the read lock
+ * first, or take the write lock from the start (a write holder may take the read lock: downgrade).
+ */
+export class LockUpgradeError extends DeadboltError {
+  override readonly code = 'LOCK_UPGRADE';
+
+  constructor(context: ErrorContext = {}) {
+    super('cannot upgrade a read lock to a write lock: this owner holds the read lock. Release it first, or take the write lock from the start (downgrade is allowed)', context);
   }
 }

@@ -27,12 +27,15 @@ export {
   LockLostError,
   LockReleasedError,
   LockTimeoutError,
+  LockUpgradeError,
   UnsupportedOperationError,
   type ErrorContext,
 } from './errors.js';
 export type { AcquireOptions, Lock, LockClient, LockClientConfig, LockClientOptions, LockDefaults, LockEvents } from './types.js';
 export { createMemoryBackend } from './memory/backend.js';
 export type { ElectOptions, Election, MultiLock, Term } from './types-multi.js';
+export type { Acquirable, ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
+export { maxPermits } from './semaphore.js';
 export { defaultLockDefaults } from './config.js';
 export { inOwnerFlow } from './owner.js';
 export { lockClientToken } from './token.js';

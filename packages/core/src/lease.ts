@@ -30,6 +30,8 @@ export class Lease {
     readonly autoRenew: boolean,
     readonly sessionBound: boolean,
     sentAt: number,
+    /** Its id in the client's table: (key, owner) for the mutex, see kinds.ts for the others. */
+    readonly id: string = leaseId(fullKey, owner),
   ) {
     this.ttlDeadline = this.deadlineFrom(sentAt);
     this.renewDueAt = autoRenew ? sentAt + Math.floor(ttlMs / 3) : Number.POSITIVE_INFINITY;

@@ -1,5 +1,6 @@
 import type { Capabilities, LockBackend } from './backend.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
+import type { ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
 
 /** Options of one acquire / tryAcquire / withLock call. Unknown keys are rejected. */
 export interface AcquireOptions {
@@ -59,6 +60,10 @@ export interface LockClient {
   acquireAll(keys: readonly string[], options?: AcquireOptions): Promise<MultiLock>;
   /** Joins the leader election `name` as participant `options.id`; iterate the result for terms. */
   elect(name: string, options: ElectOptions): Election;
+  /** A read-write lock on `key` (no I/O until acquired). Needs `capabilities.readWrite`. */
+  readWriteLock(key: string): ReadWriteLock;
+  /** A counting semaphore of `permits` on `key` (no I/O until acquired). Needs `capabilities.semaphore`. */
+  semaphore(key: string, options: SemaphoreOptions): Semaphore;
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   off<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   once<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;

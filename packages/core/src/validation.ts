@@ -25,15 +25,8 @@ const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'aut
 
 /** Checks what can be checked without the backend: types, ranges, unknown names. No I/O. */
 export function validateAcquireOptions(key: unknown, options: unknown, backend: string, allowWait = true): asserts options is AcquireOptions | undefined {
-  const context = { key: typeof key === 'string' ? key : undefined, backend };
-  if (typeof key !== 'string') {
-    throw new InvalidArgumentError('key', `expected a string, got ${describeValue(key)}`, context);
-  }
-  if (key.length === 0) {
-    throw new InvalidArgumentError('key', 'the key is empty; name the resource the lock protects, e.g. "order:42"', context);
-  }
-  const badKey = unsafeText(key);
-  if (badKey !== undefined) throw new InvalidArgumentError('key', `the key ${badKey}`, context);
+  validateKey(key, backend);
+  const context = { key, backend };
   if (options === undefined) return;
   if (options === null || typeof options !== 'object') {
     throw new InvalidArgumentError('options', `expected an object, got ${describeValue(options)}`, context);
@@ -62,6 +55,19 @@ export function validateAcquireOptions(key: unknown, options: unknown, backend: 
     const bytes = Buffer.byteLength(record.owner, 'utf8');
     if (bytes > maxOwnerBytes) throw new InvalidArgumentError('owner', `${bytes} bytes, over the limit of ${maxOwnerBytes}; use a shorter id`, context);
   }
+}
+
+/** A key is a non-empty string of safe text. */
+export function validateKey(key: unknown, backend: string): asserts key is string {
+  const context = { key: typeof key === 'string' ? key : undefined, backend };
+  if (typeof key !== 'string') {
+    throw new InvalidArgumentError('key', `expected a string, got ${describeValue(key)}`, context);
+  }
+  if (key.length === 0) {
+    throw new InvalidArgumentError('key', 'the key is empty; name the resource the lock protects, e.g. "order:42"', context);
+  }
+  const badKey = unsafeText(key);
+  if (badKey !== undefined) throw new InvalidArgumentError('key', `the key ${badKey}`, context);
 }
 
 /** The checks that need the backend's capabilities: key length in bytes, minimum ttl. Still no I/O. */

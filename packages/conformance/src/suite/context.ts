@@ -43,6 +43,13 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
   kill?: (client: LockClient, server: S | undefined) => Promise<void>;
   /** How long after a kill another leader may take over. Default: ttlMs + handOffBoundMs + 3 000 ms. */
   killBoundMs?: number;
+  /**
+   * Counts what the server keeps for keys starting with `keyPrefix` (the full prefix, as the
+   * backend sees it): holders, queue entries, nodes, rows. The chaos cases require 0 at the end.
+   */
+  residue?: (server: S | undefined, keyPrefix: string) => Promise<number>;
+  /** Operations of each chaos case (random aborts, timeouts and crashes). Default 200. */
+  chaosOperations?: number;
 }
 
 export interface ResolvedOptions<S extends ServerLike = ServerLike> extends ConformanceOptions<S> {
@@ -52,6 +59,7 @@ export interface ResolvedOptions<S extends ServerLike = ServerLike> extends Conf
   multiStressIterations: number;
   multiWaitMs: number;
   killBoundMs: number;
+  chaosOperations: number;
 }
 
 export function resolveOptions<S extends ServerLike>(options: ConformanceOptions<S>): ResolvedOptions<S> {
@@ -66,6 +74,7 @@ export function resolveOptions<S extends ServerLike>(options: ConformanceOptions
     multiStressIterations: options.multiStressIterations ?? (options.servers ? 100 : 1_000),
     multiWaitMs: options.multiWaitMs ?? 15_000,
     killBoundMs: options.killBoundMs ?? ttlMs + handOffBoundMs + 3_000,
+    chaosOperations: options.chaosOperations ?? 200,
   };
 }
 
@@ -87,6 +96,11 @@ export interface CaseContext {
   fault(hook: keyof FaultHooks): Promise<void>;
   /** Ends `client` as a crash would (options.kill); throws when the hook is missing. */
   kill(client: LockClient): Promise<void>;
+  readonly chaosOperations: number;
+  /** Whether the adapter gave a kill hook (options.kill). */
+  readonly canKill: boolean;
+  /** Server-side leftovers for this case's keys (options.residue); undefined without the hook. */
+  readonly residue: (() => Promise<number>) | undefined;
 }
 
 /** A case: a plain async function, plus when it applies. */
@@ -137,6 +151,9 @@ export async function runCase<S extends ServerLike>(
       if (!resolved.kill) throw new Error(`no kill hook for ${resolved.name}`);
       await resolved.kill(client, server);
     },
+    chaosOperations: resolved.chaosOperations,
+    canKill: resolved.kill !== undefined,
+    residue: resolved.residue ? () => resolved.residue!(server, prefix) : undefined,
   };
   try {
     await testCase.run(ctx);

@@ -6,8 +6,10 @@ import { hygieneCases } from './hygiene.js';
 import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
 import { multiCases } from './multi.js';
+import { readWriteCases } from './read-write.js';
 import { reentrancyCases } from './reentrancy.js';
 import { safetyCases } from './safety.js';
+import { semaphoreCases } from './semaphore.js';
 import { waitingCases } from './waiting.js';
 
 export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
@@ -20,6 +22,8 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   hygiene: hygieneCases,
   multi: multiCases,
   election: electionCases,
+  readWrite: readWriteCases,
+  semaphore: semaphoreCases,
 };
 
 /**

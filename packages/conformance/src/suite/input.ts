@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type AcquireOptions, type LockClient } from '@deadbolt/core';
+import { InvalidArgumentError, UnsupportedOperationError, type AcquireOptions, type LockClient } from '@deadbolt/core';
 import type { ConformanceCase } from './context.js';
 import { assert, rejection } from './util.js';
 
@@ -70,4 +70,22 @@ export const prefixesIsolate: ConformanceCase = {
   },
 };
 
-export const inputCases: readonly ConformanceCase[] = [badInput, oddKeys, keyLimit, prefixesIsolate];
+/** A primitive the backend does not declare: a typed refusal that names who has it, no hang, nothing held. */
+export const unsupportedPrimitive: ConformanceCase = {
+  title: 'a read-write lock or semaphore the backend lacks rejects with UnsupportedOperationError naming the backends that have it',
+  requires: (o) => (o.capabilities.readWrite === true && o.capabilities.semaphore === true ? 'the backend offers both read-write locks and semaphores' : undefined),
+  async run(ctx) {
+    const client = ctx.client();
+    const calls: [string, () => Promise<unknown>][] = [];
+    if (ctx.capabilities.readWrite !== true) calls.push(['readWriteLock().read.acquire', () => client.readWriteLock('k').read.acquire()], ['readWriteLock().write.tryAcquire', () => client.readWriteLock('k').write.tryAcquire()]);
+    if (ctx.capabilities.semaphore !== true) calls.push(['semaphore().acquire', () => client.semaphore('k', { permits: 2 }).acquire()]);
+    for (const [what, call] of calls) {
+      const error = await rejection(call());
+      assert(error instanceof UnsupportedOperationError, `${what}: expected UnsupportedOperationError, got ${String(error)}`);
+      assert(/zookeeper/.test((error as Error).message), `${what}: the message names no backend that has it: ${(error as Error).message}`);
+    }
+    assert(client.heldCount === 0, 'a refused call left something held');
+  },
+};
+
+export const inputCases: readonly ConformanceCase[] = [badInput, oddKeys, keyLimit, prefixesIsolate, unsupportedPrimitive];

@@ -5,7 +5,7 @@
  */
 import '../index.js';
 
-export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
+export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend, LockKind } from '../backend.js';
 export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
 export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
@@ -17,6 +17,7 @@ export { parseBackendUrl, redactUrl } from '../url.js';
 export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from '../backoff.js';
 export { createMemoryBackend, MemoryBackend, memoryCapabilities } from '../memory/backend.js';
 export { MemoryStore, memoryStore, type MemoryEntry } from '../memory/store.js';
+export { QueuedLocks, type QueuedGrant, type Entry as QueuedLockEntry } from '../memory/queued.js';
 export {
   BackendUnavailableError,
   ClientClosedError,
@@ -25,6 +26,7 @@ export {
   LockLostError,
   LockReleasedError,
   LockTimeoutError,
+  LockUpgradeError,
   UnsupportedOperationError,
   type ErrorContext,
 } from '../errors.js';

@@ -3,6 +3,7 @@ import type { AcquireRequest, AttemptResult, BackendFactory, Capabilities, Grant
 import type { CampaignRequest, ElectionBackend, TermGrant } from '../election-backend.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { MultiAttemptResult, MultiLockBackend } from '../multi-backend.js';
+import { isQueuedGrant } from './queued.js';
 import { memoryStore, type MemoryStore } from './store.js';
 
 export const memoryCapabilities: Capabilities = Object.freeze({
@@ -16,6 +17,8 @@ export const memoryCapabilities: Capabilities = Object.freeze({
   maxKeyBytes: 4096,
   multi: 'atomic',
   election: true,
+  readWrite: true,
+  semaphore: true,
 });
 
 /**
@@ -25,6 +28,8 @@ export const memoryCapabilities: Capabilities = Object.freeze({
  */
 export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend {
   readonly capabilities = memoryCapabilities;
+  /** The mutex keeps core's attempt loop woken by notifications; only the kinds queue (see acquire). */
+  readonly acquireForKindsOnly = true;
   private closed = false;
 
   constructor(
@@ -35,6 +40,10 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     this.touch();
     const now = Date.now();
+    if (request.kind) {
+      const result = this.store.queued.tryAcquire({ ...request, kind: request.kind }, now);
+      return 'grant' in result ? { acquired: true, grant: result.grant } : { acquired: false, retryAfterMs: result.retryAfterMs };
+    }
     const holder = this.store.live(request.key, now);
     if (holder) return { acquired: false, retryAfterMs: holder.expiresAt - now };
     return { acquired: true, grant: this.take(request, now) };
@@ -83,9 +92,28 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
     return this.store.live(key, Date.now())?.candidate;
   }
 
+  /**
+   * Read-write locks and semaphores wait in the store's FIFO queue (what keeps writers from
+   * starving). Core sends the mutex to tryAcquire + waitForChange instead (acquireForKindsOnly);
+   * a direct caller gets the same loop here.
+   */
+  async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    this.touch();
+    if (request.kind) return this.store.queued.acquire({ ...request, kind: request.kind }, deadline, signal);
+    for (;;) {
+      const result = await this.tryAcquire(request);
+      if (result.acquired) return result.grant;
+      const remainingMs = deadline - Date.now();
+      if (remainingMs <= 0 || signal.aborted) return undefined;
+      const hintMs = result.retryAfterMs === undefined ? remainingMs : result.retryAfterMs + 1;
+      await this.waitForChange(request.key, Math.max(1, Math.min(remainingMs, hintMs)), signal).catch(() => undefined);
+    }
+  }
+
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     this.touch();
     const now = Date.now();
+    if (isQueuedGrant(grant)) return this.store.queued.renew(grant, ttlMs, now);
     const holder = this.store.live(grant.key, now);
     if (holder?.token !== grant.token) return false;
     holder.expiresAt = now + ttlMs;
@@ -94,6 +122,7 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
 
   async release(grant: Grant): Promise<boolean> {
     this.touch();
+    if (isQueuedGrant(grant)) return this.store.queued.release(grant, Date.now());
     const holder = this.store.live(grant.key, Date.now());
     if (holder?.token !== grant.token) return false;
     this.store.delete(grant.key);

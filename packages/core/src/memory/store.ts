@@ -1,3 +1,5 @@
+import { QueuedLocks } from './queued.js';
+
 /**
  * The state behind `memory://name`: one per name per process, so separate clients (as separate app
  * servers would) contend on the same locks. Expiry is evaluated against Date.now() at each access,
@@ -15,6 +17,8 @@ export interface MemoryEntry {
 import { KeyedWaiters } from '../adapter/keyed-waiters.js';
 
 export class MemoryStore {
+  /** Read-write locks and semaphores (queued.ts); fences counted apart from the mutex's. */
+  queued = new QueuedLocks((id) => this.nextFence(id));
   private readonly entries = new Map<string, MemoryEntry>();
   private readonly fences = new Map<string, number>();
   /** Waiters per key, woken one at a time in arrival order (see KeyedWaiters). */

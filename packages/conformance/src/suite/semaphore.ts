@@ -1,0 +1,116 @@
+import type { Lock, LockClient } from '@deadbolt/core';
+import type { ConformanceCase, ResolvedOptions } from './context.js';
+import { crashedHold, delay, needsCrash, Occupancy, queued } from './primitives-util.js';
+import { chaos } from './read-write.js';
+import { assert, within } from './util.js';
+
+/**
+ * Counting semaphores (capabilities.semaphore): the limit holds, is reachable, a release admits
+ * exactly one waiter, a crash returns its permit, and aborts leave nothing behind.
+ */
+const needsSemaphore = (o: ResolvedOptions): string | undefined => (o.capabilities.semaphore === true ? undefined : 'capabilities.semaphore is not true');
+const both = (...checks: ((o: ResolvedOptions) => string | undefined)[]) => (o: ResolvedOptions) => checks.map((check) => check(o)).find((reason) => reason !== undefined);
+
+const KEY = 'sem';
+const PERMITS = 3;
+const sem = (client: LockClient) => client.semaphore(KEY, { permits: PERMITS });
+const WAIT_MS = 20_000;
+
+export const allPermitsAtOnce: ConformanceCase = {
+  title: `semaphore: all ${PERMITS} permits are held at once in separate clients, one more is refused until a release`,
+  requires: needsSemaphore,
+  async run(ctx) {
+    const clients = Array.from({ length: PERMITS + 1 }, () => ctx.client());
+    const held: (Lock | null)[] = [];
+    for (const client of clients.slice(0, PERMITS)) held.push(await sem(client).tryAcquire());
+    assert(held.every((lock) => lock !== null), `only ${held.filter(Boolean).length} of ${PERMITS} permits could be held at once`);
+    const extra = clients[PERMITS]!;
+    assert((await sem(extra).tryAcquire()) === null, `a permit beyond ${PERMITS} was granted`);
+    await held[0]!.release();
+    const after = await sem(extra).tryAcquire();
+    assert(after !== null, 'a released permit could not be taken again');
+    await Promise.all([after, ...held.slice(1)].map((lock) => lock!.release()));
+  },
+};
+
+export const neverMoreThanPermits: ConformanceCase = {
+  title: `semaphore: 8 workers in 4 clients never exceed ${PERMITS} holders (interval checker)`,
+  requires: needsSemaphore,
+  async run(ctx) {
+    const occupancy = new Occupancy(PERMITS);
+    const clients = Array.from({ length: 4 }, () => ctx.client());
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, worker) => {
+        for (let round = 0; round < 4; round += 1) {
+          await sem(clients[worker % clients.length]!).withLock(
+            async () => {
+              occupancy.enter('permit');
+              await delay(5);
+              occupancy.leave('permit');
+            },
+            { waitMs: 50_000 },
+          );
+        }
+      }),
+    );
+    assert(occupancy.violations.length === 0, occupancy.violations.slice(0, 3).join('; '));
+  },
+};
+
+export const oneReleaseOneWaiter: ConformanceCase = {
+  title: 'semaphore: with every permit held and 3 waiters queued, one release admits exactly one waiter',
+  requires: needsSemaphore,
+  async run(ctx) {
+    const holders = await Promise.all(Array.from({ length: PERMITS }, () => sem(ctx.client()).acquire()));
+    const waiters = [];
+    for (let i = 0; i < 3; i += 1) {
+      const client = ctx.client();
+      waiters.push(await queued(client, () => sem(client).acquire({ waitMs: WAIT_MS })));
+    }
+    assert(!waiters.some((waiter) => waiter.settled()), 'a waiter got a permit while all were held');
+    await holders[0]!.release();
+    await within(Promise.race(waiters.map((waiter) => waiter.promise)), ctx.handOffBoundMs * 4, 'a waiter after one permit was released');
+    await delay(ctx.handOffBoundMs);
+    const admitted = waiters.filter((waiter) => waiter.settled()).length;
+    assert(admitted === 1, `one release admitted ${admitted} waiters`);
+    await holders[1]!.release();
+    await within(
+      (async () => {
+        while (waiters.filter((waiter) => waiter.settled()).length < 2) await Promise.race(waiters.filter((waiter) => !waiter.settled()).map((waiter) => waiter.promise));
+      })(),
+      ctx.handOffBoundMs * 4,
+      'a second waiter after a second release',
+    );
+    const granted = await Promise.all(waiters.filter((waiter) => waiter.settled()).map((waiter) => waiter.promise));
+    await Promise.all([...granted, holders[2]!].map((lock) => lock.release()));
+    const last = await within(waiters.find((waiter) => !granted.includes(waiter.lock()!))!.promise, ctx.handOffBoundMs * 4, 'the last waiter');
+    await last.release();
+  },
+};
+
+export const crashedPermitReturns: ConformanceCase = {
+  title: "semaphore: a crashed holder's permit returns within its lease or session, and only that one",
+  requires: both(needsSemaphore, needsCrash),
+  async run(ctx) {
+    const live = await Promise.all(Array.from({ length: PERMITS - 1 }, () => sem(ctx.client()).acquire()));
+    const crashed = await crashedHold(ctx, (client, options) => sem(client).acquire(options));
+    const waiter = ctx.client();
+    const next = await queued(waiter, () => sem(waiter).acquire({ waitMs: WAIT_MS + crashed.freedWithinMs }));
+    const started = Date.now();
+    const permit = await within(next.promise, crashed.freedWithinMs + ctx.handOffBoundMs * 4, 'the permit of the crashed holder');
+    assert(live.every((lock) => lock.held), `a live holder lost its permit when the crashed one's returned (after ${Date.now() - started} ms)`);
+    const extra = await sem(ctx.client()).tryAcquire();
+    assert(extra === null, 'more than the crashed permit came back');
+    await Promise.all([permit, ...live].map((lock) => lock.release()));
+  },
+};
+
+export const semaphoreChaos: ConformanceCase = {
+  title: 'semaphore: random aborts, timeouts and crashes leave no holder and no queue entry behind',
+  requires: needsSemaphore,
+  async run(ctx) {
+    await chaos(ctx, 'semaphore', PERMITS);
+  },
+};
+
+export const semaphoreCases: readonly ConformanceCase[] = [allPermitsAtOnce, neverMoreThanPermits, oneReleaseOneWaiter, crashedPermitReturns, semaphoreChaos];

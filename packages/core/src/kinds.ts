@@ -1,0 +1,113 @@
+import type { Capabilities, LockKind } from './backend.js';
+import { LockUpgradeError, UnsupportedOperationError } from './errors.js';
+import { leaseId, type Lease } from './lease.js';
+import type { AcquireOptions, Lock } from './types.js';
+
+/**
+ * Core policy for the kinds of hold beyond the mutex (read, write, permit): which capability each
+ * needs, how holds of one owner re-enter, and what identifies a lease. The waiting loop, renewal,
+ * loss and events are the mutex's own (client.ts); backends only see `AcquireRequest.kind`.
+ */
+
+/** One side of a primitive: the read or write side of a read-write lock, or a semaphore. */
+export interface Acquirable {
+  /** The user's key (without the client's prefix). */
+  readonly key: string;
+  /** Waits up to `waitMs` (the client's default otherwise), then LockTimeoutError. */
+  acquire(options?: AcquireOptions): Promise<Lock>;
+  /** One attempt, no waiting: null when the hold cannot be granted right now. */
+  tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lock | null>;
+  /** Acquire, run `fn` with the hold (auto-renewed), release even if `fn` throws. */
+  withLock<T>(fn: (lock: Lock) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+}
+
+/**
+ * A read-write lock: any number of readers at once, or one writer and no reader. Waiters are
+ * served in arrival order where the backend queues (consecutive readers together), so neither side
+ * starves. A write holder may take the read lock (downgrade); a read holder asking for the write
+ * lock gets LockUpgradeError.
+ */
+export interface ReadWriteLock {
+  readonly key: string;
+  readonly read: Acquirable;
+  readonly write: Acquirable;
+}
+
+/** A counting semaphore: at most `permits` holders at once. Each acquire is one more permit (no re-entry). */
+export interface Semaphore extends Acquirable {
+  readonly permits: number;
+}
+
+export interface SemaphoreOptions {
+  /** How many holders at once (a positive integer). Every client of one key must agree on it. */
+  readonly permits: number;
+}
+
+/** What the primitives need of the client: the mutex's machinery with a kind attached. */
+export interface KindAcquirer {
+  acquireKind(key: string, kind: LockKind, options: AcquireOptions | undefined, mayWait: boolean): Promise<Lock | null>;
+  withKind<T>(key: string, kind: LockKind, fn: (lock: Lock) => Promise<T> | T, options: AcquireOptions | undefined): Promise<T>;
+}
+
+/** The backends Deadbolt ships, by what they can hold: named in UnsupportedOperationError. */
+const backendsWith: Readonly<Record<'readWrite' | 'semaphore', string>> = {
+  readWrite: 'memory, zookeeper, postgres (advisory)',
+  semaphore: 'memory, zookeeper, postgres (advisory), memcached',
+};
+
+/** The capability a kind needs; rejects before any I/O when the backend lacks it. */
+export function checkKindSupported(kind: LockKind, capabilities: Capabilities, backend: string, key: string): void {
+  const needed = kind.type === 'permit' ? 'semaphore' : 'readWrite';
+  if (capabilities[needed] === true) return;
+  const what = needed === 'semaphore' ? 'semaphores' : 'read-write locks';
+  throw new UnsupportedOperationError(
+    needed === 'semaphore' ? 'semaphore' : 'readWriteLock',
+    `this backend offers no ${what} (capabilities.${needed} is not true); the backends that do: ${backendsWith[needed]}`,
+    { key, backend },
+  );
+}
+
+/**
+ * The id of a lease in the client's table. The mutex keeps its (key, owner) id. Read and write
+ * holds of one owner are separate leases (a downgraded writer holds both). A permit is never
+ * re-entered, so each grant is its own lease.
+ */
+export function kindLeaseId(fullKey: string, owner: string, kind: LockKind | undefined, token: string): string {
+  if (kind === undefined) return leaseId(fullKey, owner);
+  if (kind.type === 'permit') return `${fullKey}\u0000permit\u0000${token}`;
+  return `${fullKey}\u0000${kind.type}\u0000${owner}`;
+}
+
+/** What the owner's current holds mean for a new request: re-enter one, or ask the backend (maybe as a downgrade). */
+export type Reentry = { readonly reenter: Lease } | { readonly ask: LockKind | undefined };
+
+/**
+ * Curator's InterProcessReadWriteLock rules, per owner: a reader or writer re-enters its own hold;
+ * a writer taking the read lock gets a real read hold beside its write (downgrade); a reader asking
+ * for the write lock is refused (upgrade: two upgraders would deadlock). Permits never re-enter.
+ */
+export function planReentry(
+  fullKey: string,
+  owner: string,
+  kind: LockKind | undefined,
+  held: (id: string) => Lease | undefined,
+  context: { key: string; backend: string },
+): Reentry {
+  const live = (lease: Lease | undefined): Lease | undefined => (lease && !lease.lost ? lease : undefined);
+  if (kind === undefined) {
+    const lease = live(held(leaseId(fullKey, owner)));
+    return lease ? { reenter: lease } : { ask: kind };
+  }
+  if (kind.type === 'permit') return { ask: kind };
+  const own = live(held(kindLeaseId(fullKey, owner, kind, '')));
+  if (own) return { reenter: own };
+  const write = live(held(kindLeaseId(fullKey, owner, { type: 'write' }, '')));
+  if (kind.type === 'read') return { ask: write ? { type: 'read', downgradeOf: write.grant } : kind };
+  if (live(held(kindLeaseId(fullKey, owner, { type: 'read' }, '')))) throw new LockUpgradeError(context);
+  return { ask: kind };
+}
+
+/** Span and event label of a kind. */
+export function kindName(kind: LockKind | undefined): 'mutex' | 'read' | 'write' | 'permit' {
+  return kind?.type ?? 'mutex';
+}

@@ -1,0 +1,31 @@
+import { InvalidArgumentError } from './errors.js';
+import type { KindAcquirer, Semaphore, SemaphoreOptions } from './kinds.js';
+import { KindSide } from './read-write.js';
+import { describeValue, maxDurationMs, validateKey } from './validation.js';
+
+/** The largest semaphore: far beyond any real quota, small enough for every backend's counters. */
+export const maxPermits = maxDurationMs;
+
+class SemaphoreSide extends KindSide implements Semaphore {
+  constructor(
+    client: KindAcquirer,
+    key: string,
+    readonly permits: number,
+  ) {
+    super(client, key, { type: 'permit', permits });
+  }
+}
+
+/** `client.semaphore(key, { permits })`: validated here, before any I/O; capability checked at the first acquire. */
+export function createSemaphore(client: KindAcquirer, key: string, options: SemaphoreOptions, backend: string): Semaphore {
+  validateKey(key, backend);
+  const context = { key, backend };
+  if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', `expected { permits: number }, got ${describeValue(options)}`, context);
+  const unknown = Object.keys(options).find((name) => name !== 'permits');
+  if (unknown !== undefined) throw new InvalidArgumentError(`option "${unknown}"`, 'unknown option; a semaphore takes { permits }', context);
+  const { permits } = options;
+  if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > maxPermits) {
+    throw new InvalidArgumentError('permits', `expected a positive integer up to ${maxPermits}, got ${describeValue(permits)}`, context);
+  }
+  return new SemaphoreSide(client, key, permits);
+}
