@@ -14,8 +14,8 @@ registerBackend('memory', memoryBackendFactory);
  * with no argument, `DEADBOLT_URL` (default `memory://`). Throws InvalidArgumentError for bad
  * configuration before any I/O. The adapter package of a known scheme is imported on first use.
  */
-export function createLockClient(config?: LockClientConfig): LockClient {
-  return new DeadboltClient(config);
+export function createLockClient<Url extends string = string, Name extends string = string>(config?: LockClientConfig<Url, Name>): LockClient {
+  return new DeadboltClient(config as LockClientConfig);
 }
 
 export type { Capabilities, LockBackend } from './backend.js';
@@ -31,7 +31,18 @@ export {
   UnsupportedOperationError,
   type ErrorContext,
 } from './errors.js';
-export type { AcquireOptions, Lock, LockClient, LockClientConfig, LockClientOptions, LockDefaults, LockEvents } from './types.js';
+export type {
+  AcquireOptions,
+  BackendOptionsByScheme,
+  BackendOptionsFor,
+  Lock,
+  LockClient,
+  LockClientConfig,
+  LockClientOptions,
+  LockDefaults,
+  LockEvents,
+  SchemeOf,
+} from './types.js';
 export { createMemoryBackend } from './memory/backend.js';
 export type { ElectOptions, Election, MultiLock, Term } from './types-multi.js';
 export type { Acquirable, ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';

@@ -16,7 +16,11 @@ export interface ValueRegistry {
  * under `token` (default lockClientToken), so classes can take it with `@inject(lockClientToken)`.
  * Returns the client: close it when the application stops.
  */
-export function registerDeadbolt(container: ValueRegistry, config?: LockClientConfig, token: symbol = lockClientToken): LockClient {
+export function registerDeadbolt<Url extends string = string, Name extends string = string>(
+  container: ValueRegistry,
+  config?: LockClientConfig<Url, Name>,
+  token: symbol = lockClientToken,
+): LockClient {
   const client = createLockClient(config);
   container.register<LockClient>(token, { useValue: client });
   return client;

@@ -73,18 +73,39 @@ export interface LockClient {
   close(): Promise<void>;
 }
 
-/** The object form of configuration. A URL string is the short form of `{ url }`. */
-export interface LockClientOptions {
+/**
+ * Each scheme's backend options, by scheme. Adapter packages add theirs (declaration merging:
+ * `declare module '@deadbolt/core' { interface BackendOptionsByScheme { redis: RedisBackendOptions } }`),
+ * so `{ url: 'postgres://...', options: { pool: new pg.Pool() } }` fails type-checking once
+ * `@deadbolt/postgres` is imported anywhere in the program.
+ */
+export interface BackendOptionsByScheme {
+  memory: { readonly name?: string };
+}
+
+/** The scheme of a URL literal, lower-cased (`'Redis://h'` -> `'redis'`); `string` when not a literal. */
+export type SchemeOf<Url extends string> = Url extends `${infer Scheme}://${string}` ? Lowercase<Scheme> : string;
+
+/** The options type of a scheme: its adapter's when registered in BackendOptionsByScheme, else any record. */
+export type BackendOptionsFor<Scheme extends string> = Scheme extends keyof BackendOptionsByScheme
+  ? BackendOptionsByScheme[Scheme]
+  : Readonly<Record<string, unknown>>;
+
+/**
+ * The object form of configuration. A URL string is the short form of `{ url }`. The type
+ * parameters are inferred from a literal `url` or `backend` name to type `options` by scheme.
+ */
+export interface LockClientOptions<Url extends string = string, Name extends string = string> {
   /** `memory://`, `redis://host:6379?mode=setnx`, `postgres://...`, `zookeeper://...`, `memcached://...` */
-  readonly url?: string;
+  readonly url?: Url;
   /** A scheme name (when no url), or a ready backend instance (adapter tests, custom wiring). */
-  readonly backend?: string | LockBackend;
+  readonly backend?: Name | LockBackend;
   /** Backend-specific options, passed to the backend factory beside the URL. */
-  readonly options?: Readonly<Record<string, unknown>>;
+  readonly options?: string extends Url ? BackendOptionsFor<Name> : BackendOptionsFor<SchemeOf<Url>>;
   /** Prepended to every key: namespaces that share a server never see each other's locks. */
   readonly prefix?: string;
   /** Defaults for acquire options. */
   readonly defaults?: Partial<LockDefaults>;
 }
 
-export type LockClientConfig = string | LockClientOptions;
+export type LockClientConfig<Url extends string = string, Name extends string = string> = string | LockClientOptions<Url, Name>;

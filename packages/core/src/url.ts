@@ -1,3 +1,4 @@
+import { rejectAmbiguousUrl, redactUrlText } from './adapter/url-options.js';
 import { InvalidArgumentError } from './errors.js';
 
 /** A URL for messages and logs: the password and any token-like query values are masked. */
@@ -14,9 +15,11 @@ export function redactUrl(url: URL): string {
  * Parses a backend URL, or throws InvalidArgumentError without echoing credentials.
  * Host lists (`redis://a:6379,b:6379`, `zookeeper://z1:2181,z2:2181/path`) are not valid WHATWG
  * URLs, so they parse with the first host standing in; the backend reads the whole list from the
- * text it is also given (BackendConfig.urlText).
+ * text it is also given (BackendConfig.urlText). A URL whose password hides in its host or path
+ * (an unencoded '/', '?', '#' or '@') is refused for every backend: see rejectAmbiguousUrl.
  */
 export function parseBackendUrl(text: string): URL {
+  rejectAmbiguousUrl(text);
   try {
     return new URL(text);
   } catch {
@@ -28,9 +31,7 @@ export function parseBackendUrl(text: string): URL {
         // fall through to the error below
       }
     }
-    // Mask everything between the scheme and the LAST '@': a malformed URL's password may itself
-    // contain '/' or '@' (often why it is malformed), so its end cannot be found any other way.
-    const shown = text.replace(/^([^:/?#]*:(?:\/\/)?).*@/s, '$1***@');
+    const shown = redactUrlText(text);
     throw new InvalidArgumentError(
       'url',
       `"${shown}" is not a URL; expected e.g. memory://, redis://127.0.0.1:6379?mode=setnx, postgres://user:pass@host:5432/db`,

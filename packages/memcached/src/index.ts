@@ -21,3 +21,10 @@ export { encodeKey, memcachedKeyLimit } from './keys.js';
 export { expirySeconds } from './expiry.js';
 export { add, deleteIfCas, getWithCas, setIfCas, Opcode, Status } from './protocol.js';
 export type { Cas, RawResponse } from './protocol.js';
+
+/** Types `options` by scheme in createLockClient (`{ url: 'memcached://...', options }`). */
+declare module '@deadbolt/core' {
+  interface BackendOptionsByScheme {
+    memcached: MemcachedBackendOptions;
+  }
+}

@@ -26,3 +26,11 @@ export { leaseSql, releaseChannel } from './sql.js';
 export { counterBits as fenceCounterBits } from './fence.js';
 export { parsePostgresUrl, resolvePostgresOptions, postgresModes, defaultStatementTimeoutMs, defaultLeaseTable, defaultFenceTable } from './options.js';
 export type { PostgresBackendOptions, PostgresMode, ResolvedPostgresOptions } from './options.js';
+
+/** Types `options` by scheme in createLockClient (`{ url: 'postgres://...', options }`). */
+declare module '@deadbolt/core' {
+  interface BackendOptionsByScheme {
+    postgres: PostgresBackendOptions;
+    postgresql: PostgresBackendOptions;
+  }
+}

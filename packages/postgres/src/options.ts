@@ -1,4 +1,15 @@
-import { InvalidArgumentError } from '@deadbolt/core/adapter';
+import {
+  choiceOption,
+  definedEntries,
+  durationOption,
+  integerOption,
+  InvalidArgumentError,
+  rejectAmbiguousUrl,
+  rejectUnknownNames,
+  splitBackendUrl,
+  stringOption,
+  urlParameters,
+} from '@deadbolt/core/adapter';
 
 /** 'advisory': session-level pg_advisory_lock on a dedicated connection. 'lease': a row with a server-clock expiry. */
 export type PostgresMode = 'advisory' | 'lease';
@@ -39,7 +50,7 @@ export const defaultLeaseTable = 'deadbolt_locks';
 export const defaultFenceTable = 'deadbolt_fences';
 
 /** Deadbolt's URL parameters; `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameters: ReadonlySet<string> = new Set(['mode', 'table', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace', 'pool', 'prefix']);
+const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'table', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace', 'pool', 'prefix']);
 /**
  * libpq parameters that pg's connection-string parser (pg-connection-string) understands: they stay
  * in the connection string handed to pg. Anything else is a typo and is refused before any I/O.
@@ -50,63 +61,51 @@ const backend = 'postgres';
 
 /** Splits `postgres://...?mode=lease&table=x` into Deadbolt options and a plain connection string. No I/O. */
 export function parsePostgresUrl(input: string | URL): PostgresBackendOptions {
+  const parts = splitBackendUrl(input, backend, ['postgres', 'postgresql']);
   let url: URL;
   try {
     url = new URL(typeof input === 'string' ? input : input.href);
   } catch {
-    throw new InvalidArgumentError('url', 'not a postgres:// or postgresql:// URL', { backend });
+    throw new InvalidArgumentError('url', 'not a postgres:// or postgresql:// URL (one host; percent-encode the password)', { backend });
   }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new InvalidArgumentError('url', `scheme "${url.protocol}" is not postgres: or postgresql:`, { backend });
-  }
-  const options: Record<string, unknown> = {};
   const plain = new URL(url.href);
   plain.search = '';
-  for (const name of new Set(url.searchParams.keys())) {
-    if (libpqParameters.has(name)) {
-      for (const value of url.searchParams.getAll(name)) plain.searchParams.append(name, value);
-      continue;
-    }
-    if (!urlParameters.has(name)) throw new InvalidArgumentError(`URL parameter "${name}"`, `unknown; postgres:// takes ${[...urlParameters].join(', ')}`, { backend });
-    const value = url.searchParams.get(name) ?? '';
-    if (name === 'statementTimeoutMs' || name === 'connectTimeoutMs' || name === 'pool') options[name] = parseNumber(name, value);
-    else if (name !== 'prefix') options[name] = value;
+  const own = new URLSearchParams();
+  for (const [name, value] of parts.params) {
+    if (libpqParameters.has(name)) plain.searchParams.append(name, value);
+    else own.append(name, value);
   }
+  const options: Record<string, unknown> = urlParameters(own, urlParameterNames, backend);
   options.connectionString = plain.href;
   return options as PostgresBackendOptions;
 }
 
 /** Merges URL options with object options (the object wins) and validates everything. No I/O. */
 export function resolvePostgresOptions(url: string | URL | undefined, given: Readonly<Record<string, unknown>> = {}): ResolvedPostgresOptions {
-  for (const name of Object.keys(given)) {
-    if (!objectOptions.has(name)) throw new InvalidArgumentError(`option "${name}"`, `unknown; the postgres options are ${[...objectOptions].join(', ')}`, { backend });
-  }
+  rejectUnknownNames('option', Object.keys(given), objectOptions, backend);
   const fromUrl = url === undefined ? {} : parsePostgresUrl(url);
-  const merged = { ...fromUrl, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) } as Record<string, unknown>;
+  const merged = { ...fromUrl, ...definedEntries(given) } as Record<string, unknown>;
 
-  const mode = merged.mode ?? 'advisory';
-  if (typeof mode !== 'string' || !(postgresModes as readonly string[]).includes(mode)) {
-    throw new InvalidArgumentError('mode', `"${String(mode)}" is not one of ${postgresModes.join(', ')}`, { backend });
-  }
+  const mode = choiceOption('mode', merged.mode ?? 'advisory', postgresModes, backend);
   const connectionString = merged.connectionString ?? 'postgres://localhost:5432/postgres';
   if (typeof connectionString !== 'string' || !/^postgres(ql)?:\/\//i.test(connectionString)) {
     throw new InvalidArgumentError('connectionString', 'expected a postgres:// URL', { backend });
   }
+  // The same ambiguity rule as a URL: a password must not be readable as a host.
+  rejectAmbiguousUrl(connectionString, backend);
   const table = merged.table ?? defaultLeaseTable;
   if (typeof table !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) {
     throw new InvalidArgumentError('table', 'expected a plain SQL identifier (letters, digits, _; at most 63)', { backend });
   }
-  const namespace = merged.namespace ?? '';
-  if (typeof namespace !== 'string') throw new InvalidArgumentError('namespace', 'expected a string', { backend });
+  const namespace = stringOption('namespace', merged.namespace ?? '', backend);
   // Advisory mode multiplexes locks onto sessions; a blocking wait parks one session each.
   const pool = merged.pool ?? (mode === 'advisory' ? 10 : 8);
-  if (typeof pool !== 'number' || !Number.isInteger(pool) || pool < 1 || pool > 1000) throw new InvalidArgumentError('pool', 'expected an integer in [1, 1000]', { backend });
-  const statementTimeoutMs = positive('statementTimeoutMs', merged.statementTimeoutMs ?? defaultStatementTimeoutMs);
-  const connectTimeoutMs = positive('connectTimeoutMs', merged.connectTimeoutMs ?? statementTimeoutMs);
+  const statementTimeoutMs = durationOption('statementTimeoutMs', merged.statementTimeoutMs ?? defaultStatementTimeoutMs, backend);
+  const connectTimeoutMs = durationOption('connectTimeoutMs', merged.connectTimeoutMs ?? statementTimeoutMs, backend);
   return Object.freeze({
-    mode: mode as PostgresMode,
+    mode,
     connectionString,
-    pool,
+    pool: integerOption('pool', pool, backend, 1, 1000),
     table,
     // The fence table follows a custom lease table's name so two deployments stay apart.
     fenceTable: table === defaultLeaseTable ? defaultFenceTable : `${table}_fences`.slice(0, 63),
@@ -114,17 +113,4 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
     connectTimeoutMs,
     namespace,
   });
-}
-
-function parseNumber(name: string, text: string): number {
-  const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value)) throw new InvalidArgumentError(name, `"${text}" is not a number`, { backend });
-  return value;
-}
-
-function positive(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > 2 ** 31 - 1) {
-    throw new InvalidArgumentError(name, `expected a positive integer number of milliseconds, got ${String(value)}`, { backend });
-  }
-  return value;
 }

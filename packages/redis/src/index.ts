@@ -25,3 +25,11 @@ export { hashReentrantCapabilities } from './modes/hash-reentrant.js';
 export { redlockCapabilities, QuorumUnreachableError } from './modes/redlock.js';
 export { fenceKey, releaseChannel, slotOf } from './keys.js';
 export { fairCapabilities } from './modes/fair.js';
+
+/** Types `options` by scheme in createLockClient (`{ url: 'redis://...', options }`). */
+declare module '@deadbolt/core' {
+  interface BackendOptionsByScheme {
+    redis: RedisBackendOptions;
+    rediss: RedisBackendOptions;
+  }
+}

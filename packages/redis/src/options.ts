@@ -1,4 +1,18 @@
-import { InvalidArgumentError } from '@deadbolt/core/adapter';
+import {
+  booleanOption,
+  choiceOption,
+  definedEntries,
+  durationOption,
+  fractionOption,
+  hostListOption,
+  integerOption,
+  InvalidArgumentError,
+  parseHostList,
+  rejectUnknownNames,
+  splitBackendUrl,
+  stringOption,
+  urlParameters,
+} from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 
 /** The lock algorithms this package implements (one file each under modes/). */
@@ -72,9 +86,10 @@ export const defaultCommandTimeoutMs = 2_000;
 export const defaultDriftFactor = 0.01;
 export const defaultWaiterLeaseMs = 3_000;
 const defaultPort = 6379;
+const backend = 'redis';
 
 /** Query parameters a URL may carry. `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameters: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'waiterLeaseMs', 'cluster', 'prefix']);
+const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'waiterLeaseMs', 'cluster', 'prefix']);
 const objectOptions: ReadonlySet<string> = new Set([
   'mode',
   'nodes',
@@ -95,103 +110,61 @@ const objectOptions: ReadonlySet<string> = new Set([
 /**
  * Parses `redis://[user:pass@]host:port[,host2:port2...][/db]?mode=...` (or `rediss://`). Accepts the
  * raw text because WHATWG URL rejects a comma-separated host list with ports; a parsed URL works
- * for one host. Throws InvalidArgumentError without echoing the password.
+ * for one host. Throws InvalidArgumentError without echoing the password (the adapter kit's rules).
  */
 export function parseRedisUrl(input: string | URL): RedisBackendOptions {
-  const text = typeof input === 'string' ? input : input.href;
-  const match = /^(rediss?):\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/i.exec(text);
-  if (!match) throw new InvalidArgumentError('url', `"${redact(text)}" is not a redis:// or rediss:// URL`, { backend: 'redis' });
-  const [, scheme = 'redis', userInfo, hostList = '', path = '', query = ''] = match;
-  const options: Record<string, unknown> = { tls: scheme.toLowerCase() === 'rediss' };
-  if (userInfo !== undefined && userInfo !== '') {
-    const colon = userInfo.indexOf(':');
-    const user = decodeURIComponent(colon < 0 ? userInfo : userInfo.slice(0, colon));
-    if (colon >= 0) options.password = decodeURIComponent(userInfo.slice(colon + 1));
-    if (user !== '') options.username = user;
-  }
-  if (hostList !== '') options.nodes = hostList.split(',').map((node) => parseNode(node));
-  const database = path.replace(/^\//, '');
-  if (database !== '') options.db = parseInteger('db', database, 0);
-  const params = new URLSearchParams(query);
-  for (const name of new Set(params.keys())) {
-    if (!urlParameters.has(name)) {
-      throw new InvalidArgumentError(`URL parameter "${name}"`, `unknown; redis:// takes ${[...urlParameters].join(', ')}`, { backend: 'redis' });
-    }
-  }
-  const mode = params.get('mode');
-  if (mode !== null) options.mode = mode;
-  const timeout = params.get('commandTimeoutMs');
-  if (timeout !== null) options.commandTimeoutMs = parseNumber('commandTimeoutMs', timeout);
-  const drift = params.get('driftFactor');
-  if (drift !== null) options.driftFactor = parseNumber('driftFactor', drift);
-  const nodeTimeout = params.get('nodeTimeoutMs');
-  if (nodeTimeout !== null) options.nodeTimeoutMs = parseNumber('nodeTimeoutMs', nodeTimeout);
-  const waiterLease = params.get('waiterLeaseMs');
-  if (waiterLease !== null) options.waiterLeaseMs = parseNumber('waiterLeaseMs', waiterLease);
-  const cluster = params.get('cluster');
-  if (cluster !== null) {
-    if (cluster !== 'true' && cluster !== 'false') throw new InvalidArgumentError('cluster', `expected true or false, got "${cluster}"`, { backend: 'redis' });
-    options.cluster = cluster === 'true';
-  }
+  const url = splitBackendUrl(input, backend, ['redis', 'rediss']);
+  const options: Record<string, unknown> = { tls: url.scheme === 'rediss', ...urlParameters(url.params, urlParameterNames, backend) };
+  if (url.username !== undefined) options.username = url.username;
+  if (url.password !== undefined) options.password = url.password;
+  if (url.hosts !== '') options.nodes = parseHostList(url.hosts, defaultPort, 'nodes', backend);
+  const database = url.path.replace(/^\//, '');
+  if (database !== '') options.db = database;
   return options as RedisBackendOptions;
 }
 
 /** Merges URL options with object options (the object wins) and validates everything. No I/O. */
 export function resolveRedisOptions(url: string | URL | undefined, given: Readonly<Record<string, unknown>> = {}): ResolvedRedisOptions {
-  for (const name of Object.keys(given)) {
-    if (!objectOptions.has(name)) {
-      throw new InvalidArgumentError(`option "${name}"`, `unknown; the redis options are ${[...objectOptions].join(', ')}`, { backend: 'redis' });
-    }
-  }
+  rejectUnknownNames('option', Object.keys(given), objectOptions, backend);
   const fromUrl = url === undefined ? {} : parseRedisUrl(url);
-  const merged = { ...fromUrl, ...definedOnly(given) } as Record<string, unknown>;
+  const merged = { ...fromUrl, ...definedEntries(given) } as Record<string, unknown>;
 
-  const mode = merged.mode ?? 'setnx';
-  if (typeof mode !== 'string' || !(redisModes as readonly string[]).includes(mode)) {
-    throw new InvalidArgumentError('mode', `"${String(mode)}" is not one of ${redisModes.join(', ')}`, { backend: 'redis' });
-  }
-  const nodes = toNodes(merged.nodes);
+  const mode = choiceOption('mode', merged.mode ?? 'setnx', redisModes, backend);
+  const nodes = merged.nodes === undefined ? [] : hostListOption('nodes', merged.nodes, defaultPort, backend);
   const client = merged.client as Redis | Cluster | undefined;
-  if (client !== undefined && !isIoredisLike(client)) throw new InvalidArgumentError('client', 'expected an ioredis Redis or Cluster instance', { backend: 'redis' });
+  if (client !== undefined && !isIoredisLike(client)) throw new InvalidArgumentError('client', 'expected an ioredis Redis or Cluster instance', { backend });
   const clients = merged.clients as readonly Redis[] | undefined;
   if (clients !== undefined && (!Array.isArray(clients) || clients.length === 0 || !clients.every(isIoredisLike))) {
-    throw new InvalidArgumentError('clients', 'expected a non-empty array of ioredis Redis instances', { backend: 'redis' });
+    throw new InvalidArgumentError('clients', 'expected a non-empty array of ioredis Redis instances', { backend });
   }
-  if (mode === 'redlock' && client !== undefined) throw new InvalidArgumentError('client', "redlock needs one connection per master: pass 'clients' or 'nodes'", { backend: 'redis' });
-  if (mode !== 'redlock' && clients !== undefined) throw new InvalidArgumentError('clients', "only the redlock mode takes several clients; pass 'client'", { backend: 'redis' });
+  if (mode === 'redlock' && client !== undefined) throw new InvalidArgumentError('client', "redlock needs one connection per master: pass 'clients' or 'nodes'", { backend });
+  if (mode !== 'redlock' && clients !== undefined) throw new InvalidArgumentError('clients', "only the redlock mode takes several clients; pass 'client'", { backend });
 
-  const commandTimeoutMs = positive('commandTimeoutMs', merged.commandTimeoutMs ?? defaultCommandTimeoutMs);
-  const nodeTimeoutMs = merged.nodeTimeoutMs === undefined ? undefined : positive('nodeTimeoutMs', merged.nodeTimeoutMs);
-  const waiterLeaseMs = positive('waiterLeaseMs', merged.waiterLeaseMs ?? defaultWaiterLeaseMs);
-  if (waiterLeaseMs < 30) throw new InvalidArgumentError('waiterLeaseMs', `expected at least 30 ms (heartbeats run every third of it), got ${waiterLeaseMs}`, { backend: 'redis' });
-  const driftFactor = merged.driftFactor ?? defaultDriftFactor;
-  if (typeof driftFactor !== 'number' || !Number.isFinite(driftFactor) || driftFactor < 0 || driftFactor >= 0.5) {
-    throw new InvalidArgumentError('driftFactor', `expected a number in [0, 0.5), got ${String(driftFactor)}`, { backend: 'redis' });
-  }
+  const commandTimeoutMs = durationOption('commandTimeoutMs', merged.commandTimeoutMs ?? defaultCommandTimeoutMs, backend);
+  const nodeTimeoutMs = merged.nodeTimeoutMs === undefined ? undefined : durationOption('nodeTimeoutMs', merged.nodeTimeoutMs, backend);
+  const waiterLeaseMs = durationOption('waiterLeaseMs', merged.waiterLeaseMs ?? defaultWaiterLeaseMs, backend);
+  if (waiterLeaseMs < 30) throw new InvalidArgumentError('waiterLeaseMs', `expected at least 30 ms (heartbeats run every third of it), got ${waiterLeaseMs}`, { backend });
+  const driftFactor = fractionOption('driftFactor', merged.driftFactor ?? defaultDriftFactor, backend, 0, 0.5);
   const now = merged.now ?? Date.now;
-  if (typeof now !== 'function') throw new InvalidArgumentError('now', 'expected a function returning epoch milliseconds', { backend: 'redis' });
-  const db = merged.db ?? 0;
-  if (typeof db !== 'number' || !Number.isInteger(db) || db < 0) throw new InvalidArgumentError('db', `expected a non-negative integer, got ${String(db)}`, { backend: 'redis' });
-  for (const name of ['username', 'password'] as const) {
-    if (merged[name] !== undefined && typeof merged[name] !== 'string') throw new InvalidArgumentError(name, 'expected a string', { backend: 'redis' });
-  }
-  for (const name of ['cluster', 'tls'] as const) {
-    if (merged[name] !== undefined && typeof merged[name] !== 'boolean') throw new InvalidArgumentError(name, 'expected true or false', { backend: 'redis' });
-  }
-  const cluster = (merged.cluster as boolean | undefined) ?? (mode !== 'redlock' && nodes.length > 1);
-  if (cluster && mode === 'redlock') throw new InvalidArgumentError('cluster', 'redlock runs on independent masters, not on a Redis Cluster', { backend: 'redis' });
-  if (cluster && db !== 0) throw new InvalidArgumentError('db', 'Redis Cluster has only database 0', { backend: 'redis' });
+  if (typeof now !== 'function') throw new InvalidArgumentError('now', 'expected a function returning epoch milliseconds', { backend });
+  const db = integerOption('db', merged.db ?? 0, backend, 0, 2 ** 31 - 1);
+  const username = merged.username === undefined ? undefined : stringOption('username', merged.username, backend);
+  const password = merged.password === undefined ? undefined : stringOption('password', merged.password, backend);
+  const tls = merged.tls === undefined ? false : booleanOption('tls', merged.tls, backend);
+  const cluster = merged.cluster === undefined ? mode !== 'redlock' && nodes.length > 1 : booleanOption('cluster', merged.cluster, backend);
+  if (cluster && mode === 'redlock') throw new InvalidArgumentError('cluster', 'redlock runs on independent masters, not on a Redis Cluster', { backend });
+  if (cluster && db !== 0) throw new InvalidArgumentError('db', 'Redis Cluster has only database 0', { backend });
 
   return Object.freeze({
-    mode: mode as RedisMode,
+    mode,
     nodes: Object.freeze(nodes.length > 0 || client !== undefined || clients !== undefined ? nodes : [{ host: '127.0.0.1', port: defaultPort }]),
     client,
     clients: clients === undefined ? undefined : Object.freeze([...clients]),
     cluster,
-    username: merged.username as string | undefined,
-    password: merged.password as string | undefined,
+    username,
+    password,
     db,
-    tls: (merged.tls as boolean | undefined) ?? false,
+    tls,
     commandTimeoutMs,
     driftFactor,
     nodeTimeoutMs,
@@ -200,59 +173,6 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
   });
 }
 
-function toNodes(value: unknown): RedisNodeAddress[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || value.length === 0) throw new InvalidArgumentError('nodes', 'expected a non-empty array of "host:port" or { host, port }', { backend: 'redis' });
-  return value.map((node: unknown) => {
-    if (typeof node === 'string') return parseNode(node);
-    if (node !== null && typeof node === 'object') {
-      const { host, port } = node as { host?: unknown; port?: unknown };
-      if (typeof host === 'string' && host !== '' && typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536) {
-        return Object.freeze({ host, port });
-      }
-    }
-    throw new InvalidArgumentError('nodes', `bad node ${JSON.stringify(node)}; expected "host:port" or { host, port }`, { backend: 'redis' });
-  });
-}
-
-function parseNode(text: string): RedisNodeAddress {
-  // [v6addr]:port, host:port, or host alone.
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d+))?$/.exec(text.trim());
-  if (!match) throw new InvalidArgumentError('nodes', `"${text}" is not host[:port]`, { backend: 'redis' });
-  const host = match[1] ?? match[2] ?? '';
-  const port = match[3] === undefined ? defaultPort : Number(match[3]);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new InvalidArgumentError('nodes', `bad port in "${text}"`, { backend: 'redis' });
-  return Object.freeze({ host, port });
-}
-
-function parseNumber(name: string, text: string): number {
-  const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value)) throw new InvalidArgumentError(name, `"${text}" is not a number`, { backend: 'redis' });
-  return value;
-}
-
-function parseInteger(name: string, text: string, min: number): number {
-  const value = parseNumber(name, text);
-  if (!Number.isInteger(value) || value < min) throw new InvalidArgumentError(name, `"${text}" is not an integer >= ${min}`, { backend: 'redis' });
-  return value;
-}
-
-function positive(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > 2 ** 31 - 1) {
-    throw new InvalidArgumentError(name, `expected a positive number of milliseconds, got ${String(value)}`, { backend: 'redis' });
-  }
-  return value;
-}
-
-function definedOnly(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
-}
-
 function isIoredisLike(value: unknown): boolean {
   return typeof value === 'object' && value !== null && typeof (value as { defineCommand?: unknown }).defineCommand === 'function';
-}
-
-/** Masks everything between the scheme and the LAST '@': a bad password may itself contain '/' or '@'. */
-function redact(text: string): string {
-  return text.replace(/^([^:/?#]*:(?:\/\/)?).*@/s, '$1***@');
 }

@@ -22,3 +22,10 @@ export { defaultBasePath, parseZooKeeperUrl, resolveZooKeeperOptions } from './o
 export type { ResolvedZooKeeperOptions, ZooKeeperBackendOptions, ZooKeeperLostOn } from './options.js';
 export { contenders, encodeKey, lockName, lockPath, sortKey } from './naming.js';
 export type { RecipeHooks } from './recipe.js';
+
+/** Types `options` by scheme in createLockClient (`{ url: 'zookeeper://...', options }`). */
+declare module '@deadbolt/core' {
+  interface BackendOptionsByScheme {
+    zookeeper: ZooKeeperBackendOptions;
+  }
+}

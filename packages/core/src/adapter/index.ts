@@ -30,3 +30,22 @@ export {
   UnsupportedOperationError,
   type ErrorContext,
 } from '../errors.js';
+export {
+  booleanOption,
+  choiceOption,
+  definedEntries,
+  durationOption,
+  fractionOption,
+  hostListOption,
+  integerOption,
+  parseHostList,
+  parseHostPort,
+  redactUrlText,
+  rejectAmbiguousUrl,
+  rejectUnknownNames,
+  splitBackendUrl,
+  stringOption,
+  urlParameters,
+  type BackendUrlParts,
+  type HostAddress,
+} from './url-options.js';
