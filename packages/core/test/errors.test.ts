@@ -141,7 +141,8 @@ describe('credentials never appear in messages', () => {
   it('a malformed URL with a password', () => {
     for (const url of [`redis://admin:${secret}@127.0.0.1:99999`, `postgres://admin:${secret}@[::1`, `postgres://admin:pa/${secret}@db:5432/x`, `redis://admin:p@${secret}@127.0.0.1:99999`]) {
       const message = messageOf(() => createLockClient(url));
-      expect(message).toContain('not a URL');
+      // The last two hide part of the password in the host: refused as ambiguous before parsing.
+      expect(message).toMatch(/not a URL|ambiguous/);
       expect(message).not.toContain(secret);
     }
   });
