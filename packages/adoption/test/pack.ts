@@ -1,12 +1,15 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 export const run = promisify(execFile);
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** The published packages, by directory under packages/. */
-export const published = ['core', 'redis', 'memcached', 'postgres', 'zookeeper', 'conformance'] as const;
+/** The published packages (every workspace not marked private), by directory under packages/. */
+export const published: readonly string[] = readdirSync(`${repoRoot}packages`)
+  .filter((dir) => !(JSON.parse(readFileSync(`${repoRoot}packages/${dir}/package.json`, 'utf8')) as { private?: boolean }).private)
+  .sort();
 
 export interface PackedFile {
   readonly path: string;
