@@ -1,5 +1,19 @@
-import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import {
+  BackendUnavailableError,
+  DeadboltError,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Capabilities,
+  type ElectionBackend,
+  type Grant,
+  type LockBackend,
+  type MultiLockBackend,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
 import { checkAll } from './check-all.js';
+import { nodeNameOf, readLeader, runElectionRecipe } from './election.js';
+import { runMultiLockRecipe } from './multi-recipe.js';
 import { GuaranteedDeletes } from './guaranteed-deletes.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
@@ -22,6 +36,10 @@ export const zooKeeperCapabilities: Capabilities = Object.freeze({
   minTtlMs: 1,
   // A znode path has no hard limit below jute.maxbuffer; this keeps paths readable and requests small.
   maxKeyBytes: 1024,
+  // One multi enqueues a multi-lock under every path (then it waits path by path).
+  multi: 'atomic',
+  // Curator LeaderLatch / LeaderSelector layouts; the term is our node's czxid.
+  election: true,
 });
 
 /** A ZooKeeper grant: `token` is our node's full path. */
@@ -29,7 +47,7 @@ export interface ZooKeeperGrant extends Grant {
   readonly lockPath: string;
 }
 
-export class ZooKeeperBackend implements LockBackend {
+export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend {
   readonly name = 'zookeeper';
   readonly capabilities = zooKeeperCapabilities;
   /** No prefix by default: key K is the lock `<basePath>/K`, the path a Curator InterProcessMutex uses. */
@@ -57,6 +75,45 @@ export class ZooKeeperBackend implements LockBackend {
   /** Native waiting: the wait is the recipe's predecessor watch. */
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     return this.attempt(request, true, deadline, signal);
+  }
+
+  /** Multi-lock: our node under every path in one multi, then a wait path by path (multi-recipe.ts). */
+  acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
+    const key = requests.map((each) => each.key).join(', ');
+    return this.guard('acquire', key, async () => {
+      const client = await this.session.ready(Number.POSITIVE_INFINITY, key);
+      await this.abandoned.retry();
+      const runs = requests.map((each) => this.recipeRun(client, each, Buffer.from(each.owner, 'utf8')));
+      const held = await runMultiLockRecipe(runs, deadline, signal, requests[0]?.onContended);
+      if (held === undefined) {
+        for (const run of runs) await this.parents.schedule(run.lockPath);
+        return undefined;
+      }
+      return held.map((node, index) => this.grantFor(requests[index]!, node.path, node.stat.czxid, runs[index]!.lockPath));
+    });
+  }
+
+  /** Election in Curator's LeaderLatch (or LeaderSelector) layout: data = the participant id, term = czxid. */
+  campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    return this.guard('elect', request.key, async () => {
+      const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
+      await this.abandoned.retry();
+      const run: RecipeRun = { ...this.recipeRun(client, request, Buffer.from(request.candidate, 'utf8')), nodeName: nodeNameOf(request.layout) };
+      const ours = await runElectionRecipe(run, deadline, signal);
+      if (ours === undefined) {
+        await this.parents.schedule(run.lockPath);
+        return undefined;
+      }
+      return this.grantFor(request, ours.path, ours.stat.czxid, run.lockPath);
+    });
+  }
+
+  /** The current leader's id: the data of the first node (Curator's getLeader()). */
+  leader(key: string, layout?: string): Promise<string | undefined> {
+    return this.guard('leader', key, async () => {
+      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, key);
+      return readLeader(client, lockPath(this.options.basePath, key), layout, this.options.operationTimeoutMs);
+    });
   }
 
   /** The lease is the session: renewing only checks that our node still exists. */
@@ -137,6 +194,26 @@ export class ZooKeeperBackend implements LockBackend {
       this.session.track(grant, request.onLost);
       return grant;
     });
+  }
+
+  private recipeRun(client: RecipeRun['client'], request: AcquireRequest, data: Buffer): RecipeRun {
+    return {
+      client,
+      lockPath: lockPath(this.options.basePath, request.key),
+      data,
+      operationTimeoutMs: this.options.operationTimeoutMs,
+      hooks: this.hooks,
+      sessionEnded: this.session.endedSignal,
+      abandon: (path) => this.abandoned.add(path),
+      ...(request.onContended ? { onQueued: request.onContended } : {}),
+    };
+  }
+
+  /** A held node as a grant, tracked so that the end of the session is reported as its loss. */
+  private grantFor(request: AcquireRequest, path: string, czxid: Buffer, nodeLockPath: string): ZooKeeperGrant {
+    const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: path, fence: zxid(czxid), lockPath: nodeLockPath };
+    this.session.track(grant, request.onLost);
+    return grant;
   }
 
   /** Best-effort: the lock's parent node goes when its last contender does (ZooKeeper refuses while it has children). */

@@ -20,7 +20,8 @@ registerBackend('zookeeper', zooKeeperBackendFactory);
 export { ZooKeeperBackend, zooKeeperCapabilities, type ZooKeeperGrant } from './backend.js';
 export { defaultBasePath, parseZooKeeperUrl, resolveZooKeeperOptions } from './options.js';
 export type { ResolvedZooKeeperOptions, ZooKeeperBackendOptions, ZooKeeperLostOn } from './options.js';
-export { contenders, encodeKey, lockName, lockPath, sortKey } from './naming.js';
+export { contenders, encodeKey, latchName, lockName, lockPath, sortKey } from './naming.js';
+export type { ElectionLayout } from './election.js';
 export type { RecipeHooks } from './recipe.js';
 
 /** Types `options` by scheme in createLockClient (`{ url: 'zookeeper://...', options }`). */

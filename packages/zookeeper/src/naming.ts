@@ -9,6 +9,8 @@ import { randomUUID } from 'node:crypto';
  *   (the 10-digit, zero-padded sequence), so string order is numeric order.
  */
 export const lockName = 'lock-';
+/** Curator LeaderLatch's LOCK_NAME: its nodes are `_c_<uuid>-latch-<seq>`, sorted by the text after `latch-`. */
+export const latchName = 'latch-';
 const protectedPrefix = '_c_';
 
 /** Characters ZooKeeper's PathUtils.validatePath rejects, plus '/' and '%' (our escape character). */
@@ -36,9 +38,9 @@ export function newGuid(): string {
   return randomUUID();
 }
 
-/** The path to create (ZooKeeper appends the sequence): `<lockPath>/_c_<guid>-lock-`. */
-export function nodePrefix(path: string, guid: string): string {
-  return `${path}/${protectedPrefix}${guid}-${lockName}`;
+/** The path to create (ZooKeeper appends the sequence): `<lockPath>/_c_<guid>-lock-` (or `-latch-`). */
+export function nodePrefix(path: string, guid: string, name = lockName): string {
+  return `${path}/${protectedPrefix}${guid}-${name}`;
 }
 
 /** Whether a child is the node created with this guid (Curator's findProtectedNodeInForeground). */
@@ -46,15 +48,15 @@ export function isOurs(child: string, guid: string): boolean {
   return child.startsWith(`${protectedPrefix}${guid}`);
 }
 
-/** StandardLockInternalsDriver.fixForSorting: the text after the last `lock-`. */
-export function sortKey(child: string): string {
-  const index = child.lastIndexOf(lockName);
-  return index >= 0 ? child.slice(index + lockName.length) : child;
+/** StandardLockInternalsDriver.fixForSorting: the text after the last `lock-` (or `latch-`). */
+export function sortKey(child: string, name = lockName): string {
+  const index = child.lastIndexOf(name);
+  return index >= 0 ? child.slice(index + name.length) : child;
 }
 
-/** The lock's contenders, in order: children whose name contains `lock-`, by sequence. */
-export function contenders(children: readonly string[]): string[] {
-  return children.filter((child) => child.includes(lockName)).sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0));
+/** The lock's contenders, in order: children whose name contains `lock-` (or `latch-`), by sequence. */
+export function contenders(children: readonly string[], name = lockName): string[] {
+  return children.filter((child) => child.includes(name)).sort((a, b) => (sortKey(a, name) < sortKey(b, name) ? -1 : sortKey(a, name) > sortKey(b, name) ? 1 : 0));
 }
 
 export function baseName(path: string): string {

@@ -27,6 +27,8 @@ export interface RecipeRun {
   readonly abandon: (path: string) => void;
   /** Told each time we queue behind another contender (core reports the first as 'contended'). */
   readonly onQueued?: () => void;
+  /** The node name before the sequence: 'lock-' (default, Curator's mutex) or 'latch-' (LeaderLatch). */
+  readonly nodeName?: string;
 }
 
 /** Why a wait ended without the lock. */
@@ -53,7 +55,7 @@ export async function deleteNode(run: RecipeRun, path: string): Promise<void> {
  */
 export async function createContender(run: RecipeRun, deadline: number): Promise<string> {
   const guid = newGuid();
-  const prefix = nodePrefix(run.lockPath, guid);
+  const prefix = nodePrefix(run.lockPath, guid, run.nodeName);
   let adopted: string | undefined;
   let finished = false;
   const strays = new Set<string>();
@@ -105,7 +107,7 @@ export async function position(run: RecipeRun, ours: string): Promise<Position> 
   // Both requests go out together (one round trip): the stat is wasted when we are not first, but
   // a holder needs its czxid (the fence) and would otherwise pay a round trip of its own for it.
   const [children, own] = await Promise.all([getChildren(run.client, run.lockPath, opDeadline(run)), stat(run.client, ours, opDeadline(run))]);
-  const sorted = contenders(children);
+  const sorted = contenders(children, run.nodeName);
   const index = sorted.indexOf(baseName(ours));
   if (index < 0 || own === undefined) return { kind: 'gone' };
   if (index === 0) return { kind: 'first', stat: own };
