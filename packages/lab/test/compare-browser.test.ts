@@ -66,7 +66,7 @@ describe.skipIf(!haveChromium)(`compare report in headless Chromium${haveChromiu
       row('redis', 'setnx', 'client-pause', paused, 'overlaps; 0 stale writes accepted by the fenced register', (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0),
       row('zookeeper', 'ephemeral-sequential', 'zookeeper-leader-loss', election, '0 overlaps', (c) => c.overlaps === 0),
     ];
-    await writeResults(dir, results, {}, { quick: false, elapsedMs: 11_000 });
+    await writeResults(dir, results, {}, { kind: 'selection', quick: false, elapsedMs: 11_000 });
     const profile = mkdtempSync(join(tmpdir(), 'deadbolt-chromium-profile-'));
     const context = await chromium.launchPersistentContext(profile, {
       executablePath, headless: true, viewport: { width: 1200, height: 900 },

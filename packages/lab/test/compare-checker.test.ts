@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { check, findOverlaps, longestGap, longestGapDuring } from '../src/compare/checker.js';
+import { check, findExcess, findOverlaps, longestGap, longestGapDuring } from '../src/compare/checker.js';
 import { outcomeOf } from '../src/compare/outcome.js';
 import { row } from '../src/compare/scenario-kit.js';
 import type { History, Interval } from '../src/compare/history.js';
@@ -71,5 +71,21 @@ describe('compare checker', () => {
     expect(outcome([iv('a', 0, 900), iv('b', 2100, 2200)])).toBe('unavailable');
     expect(outcome([iv('a', 0, 1000), iv('b', 1010, 2200)])).toBe('exclusive');
     expect(outcome([])).toBe('unavailable');
+  });
+
+  it('read-write lock: readers may share, a writer overlapping anyone is an overlap', () => {
+    const r = (client: string, start: number, end: number): Interval => ({ ...iv(client, start, end), mode: 'read' });
+    const w = (client: string, start: number, end: number): Interval => ({ ...iv(client, start, end), mode: 'write' });
+    expect(findOverlaps([r('a', 0, 50), r('b', 10, 60), r('c', 20, 30)])).toHaveLength(0);
+    expect(findOverlaps([r('a', 0, 50), w('b', 40, 60)])).toHaveLength(1);
+    expect(findOverlaps([w('a', 0, 50), w('b', 40, 60)])).toHaveLength(1);
+  });
+
+  it('semaphore: only holds beyond the permits count, touching holds have left', () => {
+    const holds = [iv('a', 0, 100), iv('b', 10, 100), iv('c', 20, 30), iv('d', 30, 40)];
+    expect(findExcess(holds, 3)).toHaveLength(0);
+    expect(findExcess(holds, 2).map((o) => o.b.client)).toEqual(['c', 'd']);
+    expect(check(hist(holds, { permits: 2 })).overlaps).toBe(2);
+    expect(check(hist(holds, { permits: 4 })).overlaps).toBe(0);
   });
 });

@@ -42,10 +42,32 @@ export function findOverlaps(intervals: readonly Interval[]): Overlap[] {
       const b = sorted[j]!;
       if (b.start >= a.end) break;
       if (a.client === b.client) continue;
+      if (a.mode === 'read' && b.mode === 'read') continue; // readers share
       overlaps.push({ a, b, start: b.start, end: Math.min(a.end, b.end) });
     }
   }
   return overlaps;
+}
+
+/**
+ * For a semaphore of `permits`: each hold that began while `permits` others were already inside is
+ * one overlap (paired with the inside hold that ends first). With permits = 1 this finds the same
+ * holds as findOverlaps, counted once per late arrival rather than once per pair.
+ */
+export function findExcess(intervals: readonly Interval[], permits: number): Overlap[] {
+  const sorted = [...intervals].sort((x, y) => x.start - y.start);
+  const inside: Interval[] = [];
+  const excess: Overlap[] = [];
+  for (const b of sorted) {
+    // Touching is not overlapping: a hold that ended at b.start has left.
+    for (let k = inside.length - 1; k >= 0; k--) if (inside[k]!.end <= b.start) inside.splice(k, 1);
+    if (inside.length >= permits) {
+      const a = inside.reduce((x, y) => (y.end < x.end ? y : x));
+      excess.push({ a, b, start: b.start, end: Math.min(a.end, b.end) });
+    }
+    inside.push(b);
+  }
+  return excess;
 }
 
 /**
@@ -80,7 +102,7 @@ export function longestGapDuring(intervals: readonly Interval[], windows: readon
 }
 
 export function check(history: History): CheckResult {
-  const overlaps = findOverlaps(history.intervals);
+  const overlaps = (history.permits ?? 1) > 1 ? findExcess(history.intervals, history.permits!) : findOverlaps(history.intervals);
   const lost = history.intervals.filter((i) => i.lostNoticeAt !== undefined);
   const lead = lost
     .filter((i) => i.leaseExpiresAt !== undefined)

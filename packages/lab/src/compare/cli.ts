@@ -91,7 +91,7 @@ async function main(): Promise<number> {
   if (tty) process.stderr.write('\n');
   process.stdout.write(`${terminalTable(results)}\n`);
   for (const [name, reason] of Object.entries(skipped)) process.stdout.write(`not run ${name}: ${reason}\n`);
-  const files = await writeResults(resolve(values.out), results, skipped, { quick, elapsedMs: Date.now() - started });
+  const files = await writeResults(resolve(values.out), results, skipped, { kind: named || given ? 'selection' : quick ? 'quick' : 'full', quick, elapsedMs: Date.now() - started });
   process.stdout.write(`wrote ${files.length} files; open ${files[0]}\n`);
   return harnessError ? 1 : 0;
 }

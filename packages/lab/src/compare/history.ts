@@ -12,6 +12,8 @@ export interface Interval {
   readonly end: number; // when it asked for the release, or noticed the loss if earlier
   readonly fence: number | undefined;
   readonly outcome: IntervalOutcome;
+  /** For a read-write lock: readers may share, a writer excludes everyone. Absent: exclusive. */
+  readonly mode?: 'read' | 'write';
   /** ms when lock.signal aborted, if it did. */
   readonly lostNoticeAt?: number;
   /** ms when the lease would have expired given the last successful acquire/renew (start + ttl at least). */
@@ -36,6 +38,8 @@ export interface WriteRecord {
 }
 
 export interface History {
+  /** For a counting semaphore: how many holders may be inside at once (default 1, a mutex). */
+  readonly permits?: number;
   readonly intervals: Interval[];
   readonly faults: FaultWindow[];
   readonly plainWrites: WriteRecord[];

@@ -29,14 +29,14 @@ export function swatch(fill: string, shape: 'bar' | 'band' | 'dot' | 'cross' | '
 }
 
 export const styleSheet = `
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1150px; padding: 0 1rem; color: #222; line-height: 1.45; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1280px; padding: 0 1rem; color: #222; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: .3rem; } h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .8rem 0; font-size: .92rem; }
 th, td { border: 1px solid #ccc; padding: .35rem .55rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.matrix td { min-width: 8.5rem; } .matrix td a { color: inherit; text-decoration: none; display: block; }
-.matrix td a:hover { text-decoration: underline; } .cell-word { font-weight: 600; } .cell-note { font-size: .82rem; }
-.notrun { color: #888; background: repeating-linear-gradient(45deg, #fafafa, #fafafa 6px, #f0f0f0 6px, #f0f0f0 12px); }
+.scroll { overflow-x: auto; } .matrix { font-size: .85rem; } .matrix td { min-width: 6.5rem; } .matrix th { font-size: .85rem; } .matrix td a { color: inherit; text-decoration: none; display: block; }
+.matrix td a:hover { text-decoration: underline; } .cell-word { font-weight: 600; } .cell-note { font-size: .78rem; }
+.notrun { color: #888; text-align: center; background: repeating-linear-gradient(45deg, #fafafa, #fafafa 6px, #f0f0f0 6px, #f0f0f0 12px); }
 .badge { display: inline-block; padding: 0 .4rem; border-radius: .6rem; font-size: .8rem; background: #eee; margin-left: .3rem; }
 .legend { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; font-size: .9rem; }
 .legend span { display: inline-flex; align-items: center; gap: .3rem; } .swatch { flex: none; }

@@ -10,25 +10,29 @@ import { outcomeOf, outcomeText, unavailableThresholdMs, type Outcome } from './
 import type { Scenario, ScenarioResult } from './scenario-kit.js';
 import { timelineFile } from './timeline.js';
 
+export type RunKind = 'quick' | 'full' | 'selection';
+
 export interface ReportContext {
   readonly machine: MachineInfo;
   readonly scenarios: readonly Scenario[];
   /** Scenario -> why it did not run (skipped, or a harness error). */
   readonly notRun: Readonly<Record<string, string>>;
-  readonly quick: boolean;
+  /** quick: the --quick plan; full: every scenario and row; selection: --scenario or --only. */
+  readonly kind: RunKind;
   readonly elapsedMs: number;
   readonly finishedAt: Date;
 }
 
 const rowKey = (r: ScenarioResult): string => `${r.backend}/${r.mode}`;
 
-function cell(r: ScenarioResult | undefined): string {
-  if (!r) return '<td class="notrun">not run</td>';
+function cell(r: ScenarioResult | undefined, applies: boolean): string {
+  if (!r) return applies ? '<td class="notrun">not run here</td>' : '<td class="notrun" title="this scenario does not run on this backend/mode">&ndash;</td>';
   const o = outcomeOf(r);
   const note = o === 'overlapped' ? `${r.check.overlaps} overlap${r.check.overlaps === 1 ? '' : 's'}`
-    : o === 'unavailable' ? `no holder for ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s` : `0 overlaps`;
+    : o === 'unavailable' ? `no holder for ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`
+    : `0 overlaps; longest wait ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`;
   const fencing = r.check.staleWritesAcceptedPlain + r.check.staleWritesRejectedFenced > 0
-    ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'accepted' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'accepted' : 'rejected'}` : '';
+    ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused'}` : '';
   const verdict = r.matched ? '<span class="verdict-yes">&#10003; as predicted</span>' : '<span class="verdict-no">&#10007; not as predicted</span>';
   return `<td style="background:${colours.outcome[o]}"><a href="${esc(timelineFile(r))}" title="${esc(`${outcomeText[o]}. Predicted: ${r.expectation}`)}"><span class="cell-word">${o}</span><br><span class="cell-note">${note}${fencing}</span><br>${verdict}</a></td>`;
 }
@@ -45,9 +49,9 @@ function matrix(results: readonly ScenarioResult[], ctx: ReportContext): string 
   const head = `<tr><th>backend / mode</th>${scenarioNames.map((n) => `<th><a href="#scenario-${esc(n)}">${esc(n)}</a></th>`).join('')}</tr>`;
   const body = ordered.map((key) => {
     const cls = results.find((r) => rowKey(r) === key)!.class;
-    return `<tr><th>${esc(key)} <span class="badge">${cls}</span></th>${scenarioNames.map((n) => cell(results.find((r) => rowKey(r) === key && r.scenario === n))).join('')}</tr>`;
+    return `<tr><th>${esc(key)} <span class="badge">${cls}</span></th>${scenarioNames.map((n) => cell(results.find((r) => rowKey(r) === key && r.scenario === n), ctx.scenarios.find((s) => s.name === n)?.rows.includes(key) ?? false)).join('')}</tr>`;
   }).join('\n');
-  return `<table class="matrix"><thead>${head}</thead><tbody>${body}</tbody></table>`;
+  return `<div class="scroll"><table class="matrix"><thead>${head}</thead><tbody>${body}</tbody></table></div>`;
 }
 
 function outcomeLegend(): string {
@@ -84,7 +88,7 @@ function machineSection(ctx: ReportContext): string {
 <tr><th>machine</th><td>${m.cpus} &times; ${esc(m.cpuModel)}, ${m.memoryGb} GiB, ${esc(m.platform)} ${esc(m.release)}</td></tr>
 <tr><th>servers</th><td>${esc(m.servers === 'container' ? 'containers' : m.servers === 'process' ? 'server processes on loopback' : m.servers)}: ${list(m.serverVersions)}</td></tr>
 <tr><th>clients</th><td>node ${esc(m.node)}; ${list(m.clientVersions)}</td></tr>
-<tr><th>run</th><td>${ctx.quick ? 'quick (--quick)' : 'full'}, ${Math.round(ctx.elapsedMs / 1000)} s, finished ${esc(ctx.finishedAt.toISOString().replace('T', ' ').slice(0, 16))} UTC</td></tr>
+<tr><th>run</th><td>${{ quick: 'quick (--quick)', full: 'full', selection: 'a selection (--scenario / --only)' }[ctx.kind]}, ${Math.round(ctx.elapsedMs / 1000)} s, finished ${esc(ctx.finishedAt.toISOString().replace('T', ' ').slice(0, 16))} UTC</td></tr>
 </tbody></table>`;
 }
 
@@ -95,7 +99,7 @@ export function indexHtml(results: readonly ScenarioResult[], ctx: ReportContext
 <p>Three clients loop <i>take the lock &rarr; read a shared register, work, write it back &rarr; release</i> against real servers while a fault is injected.
 A checker then looks at every hold: were two clients ever inside at once, did a stale write get through, was anyone told they had lost the lock, and how long was nobody able to take it.
 ${results.length} run${results.length === 1 ? '' : 's'}; ${matched} of them did what the backend's class predicts.</p>
-${ctx.quick ? `<p><b>This is the quick run:</b> the same faults on one backend of each class, so the classes can be compared fault by fault. A pause breaks every lease, CP or AP, and only the fenced register keeps the stale write out; a partition is survived on every backend by a client that counts its lease itself. Where the classes really differ is when the servers themselves fail (redis-failover and redlock-restart against zookeeper-leader-loss and postgres-restart): run <code>npm run compare</code> without <code>--quick</code> for those.</p>` : ''}
+${ctx.kind === 'quick' ? `<p><b>This is the quick run:</b> the same faults on one backend of each class, so the classes can be compared fault by fault. A pause breaks every lease, CP or AP, and only the fenced register keeps the stale write out; a partition is survived on every backend by a client that counts its lease itself. Where the classes really differ is when the servers themselves fail (redis-failover and redlock-restart against zookeeper-leader-loss and postgres-restart): run <code>npm run compare</code> without <code>--quick</code> for those.</p>` : ''}
 ${errors.length > 0 ? `<p class="verdict-no">Harness errors (these scenarios produced nothing): ${errors.map(([k]) => esc(k)).join(', ')}.</p>` : ''}
 <h2>Results</h2>
 ${outcomeLegend()}

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { machineInfo } from './machine.js';
 import { outcomeOf, type Outcome } from './outcome.js';
-import { indexHtml } from './report.js';
+import { indexHtml, type RunKind } from './report.js';
 import { scenarios, type ScenarioResult } from './scenarios.js';
 import { timelineFile, timelineHtml } from './timeline.js';
 
@@ -45,12 +45,12 @@ export function terminalTable(results: readonly ScenarioResult[]): string {
 }
 
 /** Writes index.html (first in the returned list), a timeline page per run, summary.md and summary.json. */
-export async function writeResults(dir: string, results: readonly ScenarioResult[], notRun: Record<string, string>, run: { quick: boolean; elapsedMs: number }): Promise<string[]> {
+export async function writeResults(dir: string, results: readonly ScenarioResult[], notRun: Record<string, string>, run: { kind: RunKind; quick: boolean; elapsedMs: number }): Promise<string[]> {
   await mkdir(dir, { recursive: true });
   const machine = await machineInfo();
   const files: string[] = [];
   const index = join(dir, 'index.html');
-  await writeFile(index, indexHtml(results, { machine, scenarios, notRun, quick: run.quick, elapsedMs: run.elapsedMs, finishedAt: new Date() }));
+  await writeFile(index, indexHtml(results, { machine, scenarios, notRun, kind: run.kind, elapsedMs: run.elapsedMs, finishedAt: new Date() }));
   files.push(index);
   for (const r of results) {
     const html = join(dir, timelineFile(r));
@@ -58,7 +58,7 @@ export async function writeResults(dir: string, results: readonly ScenarioResult
     files.push(html);
   }
   const json = join(dir, 'summary.json');
-  await writeFile(json, `${JSON.stringify({ machine, quick: run.quick, rows: results.map(toRow), notRun }, null, 2)}\n`);
+  await writeFile(json, `${JSON.stringify({ machine, run: run.kind, quick: run.quick, rows: results.map(toRow), notRun }, null, 2)}\n`);
   const md = join(dir, 'summary.md');
   const notRunMd = Object.entries(notRun).map(([k, v]) => `- ${k}: not run, ${v.split('\n')[0]}`).join('\n');
   await writeFile(md, `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}, servers: ${machine.servers}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: predicted ${r.expectation}: ${r.matched ? 'as predicted' : 'NOT as predicted'}`).join('\n')}\n${notRunMd ? `\n${notRunMd}\n` : ''}`);
