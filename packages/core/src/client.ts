@@ -225,6 +225,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         try {
           outcome = await this.attemptOnce(backend, plan, request, { deadline, startedAt, signal: abort.signal, attempts });
         } catch (error) {
+          // An abort (the caller's signal, or close()) rejects with its own reason, whatever the backend threw.
+          if (abort.signal.aborted) throw abort.signal.reason;
           // A transient disconnect inside the wait (a reconnecting client, a server back from a freeze)
           // is waited out; past the deadline, or on anything but unavailability, the error stands.
           if (!(error instanceof BackendUnavailableError) || !mayWait || abort.signal.aborted || Date.now() >= deadline) throw error;
@@ -251,7 +253,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private async attemptOnce(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, at: AttemptContext): Promise<Lock | Busy> {
     // The kind is settled per attempt: a downgrade depends on what this owner holds right now.
     const { deadline, startedAt, signal, attempts } = at;
-    const reentry = planReentry(plan.fullKey, plan.owner, plan.kind, (id) => this.leases.get(id), { key: plan.userKey, backend: backend.name });
+    // An expired lease is not re-entered, even before its timer fires (a paused process).
+    const heldNow = (id: string): Lease | undefined => {
+      const lease = this.leases.get(id);
+      if (lease) this.checkDeadline(lease);
+      return lease;
+    };
+    const reentry = planReentry(plan.fullKey, plan.owner, plan.kind, heldNow, { key: plan.userKey, backend: backend.name });
     if ('reenter' in reentry) {
       const reentered = await this.reenter(backend, plan, request, reentry.reenter);
       if (reentered) return reentered;
@@ -377,6 +385,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       return;
     }
     if (lease.holds === 0) this.forget(lease);
+    // A lost lease's hold is gone on the server. Where the server counts holds per owner (not per
+    // grant), releasing it would take back a hold the same owner has taken since: skip it then.
+    const newer = this.leases.get(lease.id);
+    if (lease.lost && serverCounts && newer !== undefined && newer !== lease) {
+      this.emit('released', { key: lease.userKey, owner: lease.owner });
+      return;
+    }
     await traced('release', { 'deadbolt.key': lease.userKey, 'deadbolt.backend': backend.name }, async () => {
       // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
       // After a loss that release is only tidying up, so its failure is not the caller's problem.
@@ -467,7 +482,9 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       action,
       key,
       backend: backend.name,
-      timeoutMs: policy.timeoutMs ?? this.callTimeoutMs(backend) + safetyNetSlackMs,
+      // A backstop only: the adapter's own deadline fires first, and a call may queue in the adapter
+      // (a pool) before that deadline starts, so never tighter than the default.
+      timeoutMs: policy.timeoutMs ?? Math.max(defaultCallTimeoutMs, this.callTimeoutMs(backend) + safetyNetSlackMs),
       signal: policy.closable === false ? undefined : this.closing.signal,
       undo: policy.undoLateGrant
         ? (late) => {

@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
-import { BackendUnavailableError, guardCall, InvalidArgumentError, KeyedWaiters, LockLostError } from '../src/adapter/index.js';
+import { BackendUnavailableError, ClientClosedError, guardCall, InvalidArgumentError, KeyedWaiters, LockLostError } from '../src/adapter/index.js';
 import { createLockClient } from '../src/index.js';
 import { freshMemory } from './helpers.js';
 
@@ -26,13 +26,17 @@ describe('guardCall', () => {
     expect(undone).toEqual(['grant']);
   });
 
-  it('an abort gives up at once with its reason and clears the timer; a value in time is not undone', async () => {
+  it('an abort gives up at once with its (typed) reason and clears the timer; a value in time is not undone', async () => {
     const controller = new AbortController();
     const undo = vi.fn();
     const pending = guardCall(() => new Promise<never>(() => undefined), { ...call, timeoutMs: 60_000, signal: controller.signal, undo });
-    const reason = new Error('closing');
+    const reason = new ClientClosedError({ backend: 'test' });
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
+    const other = new AbortController();
+    const plain = guardCall(() => new Promise<never>(() => undefined), { ...call, timeoutMs: 60_000, signal: other.signal });
+    other.abort(new Error('closing'));
+    await expect(plain).rejects.toBeInstanceOf(BackendUnavailableError);
     expect(process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length).toBeLessThan(5);
     await expect(guardCall(() => Promise.resolve(1), { ...call, timeoutMs: 1_000, undo })).resolves.toBe(1);
     expect(undo).not.toHaveBeenCalled();

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { AcquireRequest, AttemptResult, Capabilities, Grant, LockBackend } from '@deadbolt/core/adapter';
+import { guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import memjs from 'memjs';
-import { withDeadline } from './deadline.js';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
 import type { ResolvedMemcachedOptions } from './options.js';
@@ -38,6 +37,8 @@ export class MemcachedBackend implements LockBackend {
   readonly #options: ResolvedMemcachedOptions;
   #client: memjs.Client | undefined;
   readonly #ownsClient: boolean;
+  /** Aborted by close(): operations still waiting on a frozen server give up at once. */
+  readonly #closed = new AbortController();
 
   constructor(options: ResolvedMemcachedOptions) {
     this.#options = options;
@@ -65,44 +66,55 @@ export class MemcachedBackend implements LockBackend {
     return this.#client;
   }
 
+  /** One operation's deadline; core's wait bound is waitMs + this. */
+  get callTimeoutMs(): number {
+    return this.#options.timeoutMs;
+  }
+
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomBytes(16).toString('base64url');
     const key = encodeKey(request.key);
-    const stored = await this.#run('acquire', request.key, add(this.#connection(), key, token, expirySeconds(request.ttlMs)));
+    const grant: Grant = { key: request.key, owner: request.owner, token };
+    // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token,
+    // so it cannot leave a lease nobody holds for the whole ttl (issue 14).
+    const stored = await this.#run('acquire', request.key, () => add(this.#connection(), key, token, expirySeconds(request.ttlMs)), (late) => {
+      if (late !== false) return this.release(grant);
+    });
     if (!stored) return { acquired: false };
-    return { acquired: true, grant: { key: request.key, owner: request.owner, token } };
+    return { acquired: true, grant };
   }
 
   /** GET the value with its CAS; if it is our token, SET it again with the new expiry, guarded by that CAS. */
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     const key = encodeKey(grant.key);
-    return this.#run('renew', grant.key, (async () => {
+    return this.#run('renew', grant.key, async () => {
       const client = this.#connection();
       const current = await getWithCas(client, key);
       if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
       return setIfCas(client, key, grant.token, expirySeconds(ttlMs), current.cas);
-    })());
+    });
   }
 
   /** GET the value with its CAS; if it is our token, DELETE guarded by that CAS (a new owner's ADD changes the CAS). */
   async release(grant: Grant): Promise<boolean> {
     const key = encodeKey(grant.key);
-    return this.#run('release', grant.key, (async () => {
+    return this.#run('release', grant.key, async () => {
       const client = this.#connection();
       const current = await getWithCas(client, key);
       if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
       return deleteIfCas(client, key, current.cas);
-    })());
+    });
   }
 
   async close(): Promise<void> {
+    this.#closed.abort(new Error('the backend is closed'));
     const client = this.#client;
     this.#client = undefined;
     if (client !== undefined && this.#ownsClient) closeHard(client);
   }
 
-  #run<T>(action: string, key: string, operation: Promise<T>): Promise<T> {
-    return withDeadline(operation, this.#options.timeoutMs, { action, key, backend: this.name });
+  #run<T>(action: string, key: string, operation: () => Promise<T>, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
+    return guardCall(operation, { action, key, backend: this.name, timeoutMs: this.#options.timeoutMs, signal: this.#closed.signal, undo });
   }
 }
 
@@ -113,3 +125,5 @@ function closeHard(client: memjs.Client): void {
   }
   client.close();
 }
+
+inspectSafely(MemcachedBackend, (backend) => ({ name: backend.name }));

@@ -1,20 +1,17 @@
 import pg from 'pg';
-import { withDeadline } from '@deadbolt/core/adapter';
+import { KeyedWaiters, withDeadline } from '@deadbolt/core/adapter';
 import { endClient } from './connect.js';
-
-interface Waiter {
-  readonly wake: () => void;
-}
 
 /**
  * One LISTEN connection per backend, shared by every waiter (a connection per waiter would exhaust
- * max_connections). Waiters register by key; a NOTIFY whose payload is the key wakes them. If the
+ * max_connections). Waiters register by key; a NOTIFY whose payload is the key wakes the oldest of them. If the
  * connection breaks, every waiter wakes (core re-attempts) and the next wait reconnects.
  */
 export class ReleaseListener {
   private client: pg.Client | undefined;
   private ready: Promise<pg.Client> | undefined;
-  private readonly waiters = new Map<string, Set<Waiter>>();
+  /** The adapter kit's waiter set: a NOTIFY wakes the longest-waiting local waiter of its key (FIFO hand-off). */
+  private readonly waiters = new KeyedWaiters();
   private closed = false;
 
   constructor(
@@ -29,34 +26,9 @@ export class ReleaseListener {
    */
   async wait(key: string, maxWaitMs: number, signal: AbortSignal, isFree: () => Promise<boolean>): Promise<void> {
     signal.throwIfAborted();
-    await new Promise<void>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const finish = (error?: unknown): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        const set = this.waiters.get(key);
-        set?.delete(waiter);
-        if (set?.size === 0) this.waiters.delete(key);
-        if (error === undefined) resolve();
-        else reject(error);
-      };
-      const waiter: Waiter = { wake: () => finish() };
-      const onAbort = (): void => finish(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      timer = setTimeout(() => finish(), Math.max(0, maxWaitMs));
-      let set = this.waiters.get(key);
-      if (set === undefined) this.waiters.set(key, (set = new Set()));
-      set.add(waiter);
-      // Register first, then listen, then look: a release between our attempt and LISTEN is seen by isFree().
-      this.listening()
-        .then(() => isFree())
-        .then(
-          (free) => {
-            if (free) finish();
-          },
-          () => undefined, // cannot listen: the timer bounds the wait, core polls
-        );
-    });
+    // Register first, then listen, then look: a release between our attempt and LISTEN is seen by
+    // isFree(). Cannot listen: the timer bounds the wait, core polls.
+    await this.waiters.wait(key, Math.max(0, maxWaitMs), signal, () => this.listening().then(isFree));
   }
 
   private listening(): Promise<pg.Client> {
@@ -73,13 +45,13 @@ export class ReleaseListener {
       this.client = undefined;
       this.ready = undefined;
       void endClient(client);
-      for (const set of [...this.waiters.values()]) for (const waiter of [...set]) waiter.wake();
+      this.waiters.wakeEverything();
     };
     client.on('error', broken);
     client.on('end', broken);
     client.on('notification', (message) => {
       if (message.channel !== this.channel || message.payload === undefined) return;
-      for (const waiter of [...(this.waiters.get(message.payload) ?? [])]) waiter.wake();
+      this.waiters.wakeOne(message.payload);
     });
     try {
       await withDeadline(client.connect(), this.timeoutMs);
@@ -96,7 +68,7 @@ export class ReleaseListener {
     const client = this.client;
     this.client = undefined;
     this.ready = undefined;
-    for (const set of [...this.waiters.values()]) for (const waiter of [...set]) waiter.wake();
+    this.waiters.wakeEverything();
     if (client !== undefined) await endClient(client);
   }
 }

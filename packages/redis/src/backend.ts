@@ -1,7 +1,7 @@
-import { BackendUnavailableError, DeadboltError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 import { closeConnection, openCommandConnection, openMasters } from './connections.js';
-import { DeadlineExceededError, withDeadline } from './deadline.js';
+import { withDeadline } from './deadline.js';
 import { releaseChannel } from './keys.js';
 import { FairMode } from './modes/fair.js';
 import { GetsetMode } from './modes/getset.js';
@@ -11,6 +11,7 @@ import { RedlockMode } from './modes/redlock.js';
 import { SetnxMode } from './modes/setnx.js';
 import { ReleaseNotifier } from './notifier.js';
 import type { ResolvedRedisOptions } from './options.js';
+import { TokenSource } from './token.js';
 
 /** A connection in subscriber mode can run nothing else: it is a second socket, ours to close. */
 function subscriberOf(connection: Redis | Cluster): Redis | Cluster {
@@ -52,8 +53,10 @@ export class RedisBackend implements LockBackend {
    */
   private readonly ownDeadline: boolean;
   private closing: Promise<void> | undefined;
-  /** Operations the deadline gave up on (see tryAcquire). Weak: they are forgotten with the promise. */
-  private readonly gaveUp = new WeakSet<Promise<unknown>>();
+  /** Aborted by close(): calls still waiting on a frozen server give up at once, and no timer stays. */
+  private readonly closed = new AbortController();
+  /** Attempt tokens (what an undo compares), unique per backend and attempt. */
+  private readonly tokens = new TokenSource();
 
   constructor(private readonly options: ResolvedRedisOptions) {
     this.name = `redis:${options.mode}`;
@@ -107,17 +110,13 @@ export class RedisBackend implements LockBackend {
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    if (!this.ownDeadline) return this.run('acquire', request.key, () => this.mode.tryAcquire(request));
-    return this.run('acquire', request.key, () => {
-      const attempt = this.mode.tryAcquire(request);
-      // If the safety-net deadline gives up first, a grant that lands later must not stay behind.
-      attempt.then(
-        (result) => {
-          if (result.acquired && this.gaveUp.has(attempt)) void this.mode.release(result.grant).catch(() => undefined);
-        },
-        () => undefined,
-      );
-      return attempt;
+    const token = this.tokens.next();
+    return this.run('acquire', request.key, () => this.mode.tryAcquire(request, token), true, (late) => {
+      // Given up on (a frozen server answers after ioredis' command timeout, or never): the script
+      // may still run when the server wakes. Undo this attempt's token; on the same connection the
+      // undo runs after the attempt, so no lease is left for the whole ttl (issue 14).
+      if (late === undefined) return this.mode.undoAcquire?.(request, token);
+      if (late.acquired) return this.mode.release(late.grant);
     });
   }
 
@@ -134,12 +133,17 @@ export class RedisBackend implements LockBackend {
     return this.run('release', grant.key, () => this.mode.release(grant));
   }
 
+  get isClosed(): boolean {
+    return this.closing !== undefined;
+  }
+
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
   }
 
   private async shutdown(): Promise<void> {
+    this.closed.abort(new BackendUnavailableError('close', { backend: this.name, cause: new Error('the backend is closed') }));
     const subscriber = this.notifier?.close();
     await this.mode.close();
     const grantSubscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
@@ -156,16 +160,24 @@ export class RedisBackend implements LockBackend {
     }
   }
 
-  /** `bounded` false: the operation bounds itself (a queued acquire waits up to its own deadline). */
-  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>, bounded = true): Promise<T> {
-    if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
-    const pending = operation();
-    try {
-      return bounded && this.ownDeadline ? await withDeadline(pending, this.deadlineMs) : await pending;
-    } catch (error) {
-      if (error instanceof DeadlineExceededError) this.gaveUp.add(pending);
-      if (error instanceof DeadboltError) throw error;
-      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
-    }
+  /**
+   * Through the kit's call guard: typed errors, and the undo of an attempt given up on. `bounded`
+   * false: the operation bounds itself (a queued acquire waits up to its own deadline). Only RedLock
+   * adds a timer of its own; elsewhere ioredis' commandTimeout bounds the one command (hot path).
+   */
+  private run<T>(action: string, key: string | undefined, operation: () => Promise<T>, bounded = true, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
+    if (this.closing) return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
+    const timed = bounded && this.ownDeadline;
+    return guardCall(operation, {
+      action,
+      key,
+      backend: this.name,
+      timeoutMs: timed ? this.deadlineMs : Number.POSITIVE_INFINITY,
+      signal: timed ? this.closed.signal : undefined,
+      undo,
+    });
   }
 }
+
+// The connections hold the password (ioredis keeps it in its options): print the mode only.
+inspectSafely(RedisBackend, (backend) => ({ name: backend.name, closed: backend.isClosed }));

@@ -97,16 +97,20 @@ return 1
 export const hashAcquireLua = `-- hash-reentrant mode, acquire or re-enter (seed 001, Redisson's RedissonLock.tryLockInnerAsync):
 -- the lock is a hash, field = owner id, value = hold count. A first hold also INCRs the key's
 -- fencing counter; a re-entry returns the current fence (the same holder, the same token).
+-- The field '' (never an owner: owners are non-empty) names the last attempt that added a hold, so
+-- that hash-undo can take back exactly that hold when its answer was lost.
 -- KEYS[1] lock hash, KEYS[2] fencing counter (same hash slot)
--- ARGV[1] ttl in ms, ARGV[2] owner id
+-- ARGV[1] ttl in ms, ARGV[2] owner id, ARGV[3] attempt id ('' = none)
 -- returns {1, fence} when held (first hold or re-entry), {0, pttl} when another owner holds it
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '', ARGV[3]) end
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   return {1, redis.call('INCR', KEYS[2])}
 end
 if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
   redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '', ARGV[3]) end
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
 end
@@ -125,6 +129,23 @@ if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], 'released')
+return 2
+`;
+
+export const hashUndoLua = `-- hash-reentrant mode, undo an attempt whose answer was lost (issue 14: a frozen server runs it
+-- later). Takes back the hold only if the hash still names this attempt as the last to add one; if
+-- another hold came since, leaving ours costs at most the lease's ttl, taking theirs would be unsafe.
+-- KEYS[1] lock hash; ARGV[1] owner id, ARGV[2] attempt id, ARGV[3] channel
+-- returns 1 when a hold was taken back (2 when it was the last), 0 when this attempt added none
+if redis.call('HGET', KEYS[1], '') ~= ARGV[2] then
+  return 0
+end
+redis.call('HDEL', KEYS[1], '')
+if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
+  return 1
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[3], 'released')
 return 2
 `;
 

@@ -10,6 +10,7 @@ const scripts = {
   'hash-acquire': { keys: 2, lua: lua.hashAcquireLua },
   'hash-release': { keys: 1, lua: lua.hashReleaseLua },
   'hash-renew': { keys: 1, lua: lua.hashRenewLua },
+  'hash-undo': { keys: 1, lua: lua.hashUndoLua },
   'getset-acquire': { keys: 1, lua: lua.getsetAcquireLua },
   'getset-release': { keys: 1, lua: lua.getsetReleaseLua },
   'getset-renew': { keys: 1, lua: lua.getsetRenewLua },

@@ -1,6 +1,7 @@
 import {
   BackendUnavailableError,
   DeadboltError,
+  inspectSafely,
   type AcquireRequest,
   type AttemptResult,
   type CampaignRequest,
@@ -66,6 +67,11 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     this.session = new ZooKeeperSession(options, this.name);
     this.abandoned = new GuaranteedDeletes(() => this.session.ready(Date.now() + options.operationTimeoutMs), options.operationTimeoutMs);
     this.parents = new ParentSweeper(options.parentCleanupDelayMs, (path) => this.removeIfEmpty(path));
+  }
+
+  /** One operation's deadline; core bounds a wait by waitMs + this. */
+  get callTimeoutMs(): number {
+    return this.options.operationTimeoutMs;
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -233,3 +239,6 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     }
   }
 }
+
+// The session holds the connect string and any auth: print the name only.
+inspectSafely(ZooKeeperBackend, (backend) => ({ name: backend.name }));

@@ -8,9 +8,9 @@ export interface GuardedCall<T> {
   readonly key?: string | undefined;
   /** `LockBackend.name`. */
   readonly backend: string;
-  /** Give up after this many ms (the adapter's command or statement timeout plus a little slack). */
+  /** Give up after this many ms (the adapter's command or statement timeout plus a little slack); Infinity: no timer. */
   readonly timeoutMs: number;
-  /** Gives up at once with the signal's reason (a closing backend): no timer outlives close(). */
+  /** Gives up at once (a closing backend): no timer outlives close(). The reason, typed as above, is the error. */
   readonly signal?: AbortSignal | undefined;
   /**
    * Best-effort undo of an effect the caller never learns about (issue 14: a SET NX sent to a frozen
@@ -52,8 +52,9 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     const giveUp = (reason: unknown): void => {
       if (finish()) reject(reason);
     };
-    const onAbort = (): void => giveUp(signal?.reason);
-    const timer = setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs);
+    const onAbort = (): void => giveUp(typed(signal?.reason, call));
+    // An infinite deadline: the operation bounds itself (a client library's own command timeout).
+    const timer = Number.isFinite(call.timeoutMs) ? setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs) : undefined;
     signal?.addEventListener('abort', onAbort, { once: true });
     pending.then(
       (value) => {
@@ -78,10 +79,9 @@ function runUndo<T>(undo: ((late: T | undefined) => Promise<unknown> | void) | u
   }
 }
 
-/** A DeadboltError (or an abort's own reason) as it is; anything else as BackendUnavailableError. */
+/** A DeadboltError (or an AbortError / TimeoutError) as it is; anything else as BackendUnavailableError. */
 function typed(error: unknown, call: Pick<GuardedCall<never>, 'action' | 'key' | 'backend' | 'signal'>): unknown {
   if (error instanceof DeadboltError) return error;
-  if (call.signal?.aborted && error === call.signal.reason) return error;
   if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
   return new BackendUnavailableError(call.action, { key: call.key, backend: call.backend, cause: error });
 }

@@ -2,6 +2,7 @@ import {
   BackendUnavailableError,
   backoffDelayMs,
   DeadboltError,
+  inspectSafely,
   type AcquireRequest,
   type AttemptResult,
   type Capabilities,
@@ -63,6 +64,11 @@ export class AdvisoryBackend implements LockBackend {
   private readonly deadlineMs: number;
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+
+  /** One statement's deadline (connect + statement + slack); core bounds a wait by waitMs + this. */
+  get callTimeoutMs(): number {
+    return this.deadlineMs;
+  }
 
   constructor(private readonly options: ResolvedPostgresOptions) {
     this.names = fenceNames(options.fenceTable);
@@ -299,3 +305,6 @@ export class AdvisoryBackend implements LockBackend {
     return new BackendUnavailableError(action, { key, backend: this.name, cause: error });
   }
 }
+
+// The pool keeps the connection string (and its password): print the mode only.
+inspectSafely(AdvisoryBackend, (backend) => ({ name: backend.name }));

@@ -1,4 +1,4 @@
-import { BackendUnavailableError, DeadboltError, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, DeadboltError, guardCall, inspectSafely, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { clientConfig, Gate, isAlreadyExists } from '../connect.js';
 import { ReleaseListener } from '../listener.js';
@@ -56,10 +56,20 @@ export class LeaseBackend implements LockBackend {
     );
   }
 
+  /** One statement's deadline (connect + statement + slack); core's wait bound is waitMs + this. */
+  get callTimeoutMs(): number {
+    return this.deadlineMs;
+  }
+
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomToken();
-    const result = await this.run('acquire', request.key, () =>
-      this.pool.query<{ fence: string | null; remaining_ms: number | null }>(this.sql.acquire, [request.key, token, request.ttlMs]),
+    const result = await this.run(
+      'acquire',
+      request.key,
+      () => this.pool.query<{ fence: string | null; remaining_ms: number | null }>(this.sql.acquire, [request.key, token, request.ttlMs]),
+      // Given up on (a frozen server answers late): delete this attempt's row, if it made one, so no
+      // lease is left for the whole ttl (issue 14). Deleting by its random token is always safe.
+      () => this.release({ key: request.key, owner: request.owner, token }),
     );
     const row = result.rows[0];
     if (row?.fence === null || row?.fence === undefined) {
@@ -118,13 +128,16 @@ export class LeaseBackend implements LockBackend {
     return this.schema;
   }
 
-  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>): Promise<T> {
+  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
     if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
-    try {
-      return await this.gate.run(() => withDeadline(this.ensureSchema().then(operation), this.deadlineMs));
-    } catch (error) {
-      if (error instanceof DeadboltError) throw error;
-      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
-    }
+    const guarded = (): Promise<T> =>
+      guardCall(() => this.ensureSchema().then(operation), { action, key, backend: this.name, timeoutMs: this.deadlineMs, undo: undo && (() => undo()) });
+    return this.gate.run(guarded).catch((error: unknown) => {
+      // The gate's own queue deadline, untyped: the guard types everything else.
+      throw error instanceof DeadboltError ? error : new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    });
   }
 }
+
+// The pool keeps the connection string (and its password): print the mode only.
+inspectSafely(LeaseBackend, (backend) => ({ name: backend.name }));

@@ -37,13 +37,17 @@ export class GetsetMode implements LockMode {
     private readonly now: () => number,
   ) {}
 
-  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const token = randomToken();
+  async tryAcquire(request: AcquireRequest, token = randomToken()): Promise<AttemptResult> {
     const now = Math.floor(this.now());
     const value = `${now + request.ttlMs}:${token}`;
     const [acquired, remainingMs] = pair(await runScript(this.connection, 'getset-acquire', [request.key], [value, now, garbageTtlMs(request.ttlMs)]));
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, remainingMs) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token } };
+  }
+
+  /** Deletes only a value holding this attempt's token (getset-release compares it). */
+  undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
+    return runScript(this.connection, 'getset-release', [request.key], [token, Math.floor(this.now())]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {

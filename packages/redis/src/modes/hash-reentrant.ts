@@ -26,10 +26,18 @@ export class HashReentrantMode implements LockMode {
 
   constructor(private readonly connection: Redis | Cluster) {}
 
-  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const [acquired, value] = pair(await runScript(this.connection, 'hash-acquire', [request.key, fenceKey(request.key)], [request.ttlMs, request.owner]));
+  async tryAcquire(request: AcquireRequest, attempt = ''): Promise<AttemptResult> {
+    const [acquired, value] = pair(await runScript(this.connection, 'hash-acquire', [request.key, fenceKey(request.key)], [request.ttlMs, request.owner, attempt]));
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token: request.owner, fence: value } };
+  }
+
+  /**
+   * The hold count is per owner, not per attempt, so an undo must not take back a hold this attempt
+   * did not add: hash-undo drops one hold only while the hash still names this attempt as the last one.
+   */
+  undoAcquire(request: AcquireRequest, attempt: string): Promise<unknown> {
+    return runScript(this.connection, 'hash-undo', [request.key], [request.owner, attempt, releaseChannel(request.key)]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {

@@ -8,7 +8,13 @@ import type { RedisMode } from '../options.js';
 export interface LockMode {
   readonly mode: RedisMode;
   readonly capabilities: Capabilities;
-  tryAcquire(request: AcquireRequest): Promise<AttemptResult>;
+  /** One attempt; `token` (random, per attempt) is what an undo compares, where the mode uses one. */
+  tryAcquire(request: AcquireRequest, token?: string): Promise<AttemptResult>;
+  /**
+   * Best-effort undo of an attempt whose answer never came (issue 14): removes what this attempt's
+   * `token` may have written, and nothing else. Absent: the mode undoes by itself (redlock).
+   */
+  undoAcquire?(request: AcquireRequest, token: string): Promise<unknown>;
   renew(grant: Grant, ttlMs: number): Promise<boolean>;
   /** One round trip per connection. Throws when the outcome of any renewal is unknown. */
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]>;

@@ -29,11 +29,14 @@ export class SetnxMode implements LockMode {
 
   constructor(private readonly connection: Redis | Cluster) {}
 
-  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const token = this.tokens.next();
+  async tryAcquire(request: AcquireRequest, token = this.tokens.next()): Promise<AttemptResult> {
     const [acquired, value] = pair(await runScript(this.connection, 'setnx-acquire', [request.key, fenceKey(request.key)], [token, request.ttlMs]));
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: value } };
+  }
+
+  undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
+    return runScript(this.connection, 'compare-delete', [request.key], [token, releaseChannel(request.key)]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
