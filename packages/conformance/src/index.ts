@@ -1,5 +1,5 @@
 export { describeLockConformance, caseGroups } from './suite/describe.js';
-export { runCase, resolveOptions, type CaseContext, type ConformanceCase, type ConformanceOptions, type FaultHooks, type ResolvedOptions, type ServerLike } from './suite/context.js';
+export { runCase, resolveOptions, type CaseContext, type ConformanceCase, type ConformanceOptions, type FairHooks, type FaultHooks, type ResolvedOptions, type ServerLike } from './suite/context.js';
 export * from './suite/safety.js';
 export * from './suite/leases.js';
 export * from './suite/waiting.js';
@@ -12,3 +12,4 @@ export * from './suite/election.js';
 export * from './suite/read-write.js';
 export * from './suite/semaphore.js';
 export { Occupancy } from './suite/primitives-util.js';
+export * from './suite/fair.js';

@@ -42,6 +42,8 @@ export class RedisBackend implements LockBackend {
 
   private readonly mode: LockMode;
   private readonly owned: (Redis | Cluster)[] = [];
+  /** Every command connection, owned or the user's: only simulateCrash() drops the user's. */
+  private readonly commandConnections: (Redis | Cluster)[] = [];
   private readonly notifier: ReleaseNotifier | undefined;
   private readonly deadlineMs: number;
   /** Core's call guard bounds each call a little above this (issue 14). */
@@ -63,6 +65,7 @@ export class RedisBackend implements LockBackend {
     if (options.mode === 'redlock') {
       const masters = openMasters(options);
       for (const master of masters) if (master.owned) this.owned.push(master.connection);
+      this.commandConnections.push(...masters.map((master) => master.connection));
       this.mode = new RedlockMode(
         masters.map((master) => master.connection),
         options,
@@ -73,6 +76,7 @@ export class RedisBackend implements LockBackend {
     } else {
       const { connection, owned } = openCommandConnection(options);
       if (owned) this.owned.push(connection);
+      this.commandConnections.push(connection);
       this.mode = this.singleMode(connection);
       this.deadlineMs = options.commandTimeoutMs + deadlineSlackMs;
       if (this.mode.publishesReleases) {
@@ -140,6 +144,25 @@ export class RedisBackend implements LockBackend {
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
+  }
+
+  /**
+   * Test support (the conformance suite's kill hook): ends like a killed process. Every socket is
+   * dropped at once, with no QUIT, no release and no queue leave; heartbeats and extensions stop.
+   * What this client held or queued must end on the server by itself (ttl, waiter lease).
+   */
+  simulateCrash(): void {
+    if (this.mode instanceof FairMode) this.mode.crash();
+    const subscribers = [this.notifier?.close(), this.mode instanceof FairMode ? this.mode.subscriber() : undefined];
+    for (const connection of [...this.commandConnections, ...subscribers]) connection?.disconnect();
+  }
+
+  /** Test support (the fair suite's lost-message case): the grant subscriber's socket drops for good. */
+  simulateLostGrantMessages(): void {
+    const subscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
+    // A half-closed socket still delivers what is in flight: stop listening first.
+    subscriber?.removeAllListeners('message');
+    subscriber?.disconnect();
   }
 
   private async shutdown(): Promise<void> {

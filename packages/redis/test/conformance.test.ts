@@ -12,6 +12,7 @@ const serverFaults = {
   up: (server: ServerHandle) => server.up(),
 };
 import { clusterHandle, startRedisCluster } from './cluster.js';
+import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
 import { combineMasters } from './masters.js';
 
 /**
@@ -39,6 +40,19 @@ if (describeLockConformance === undefined) {
         create: (server: ServerHandle, options: { prefix?: string } = {}) =>
           createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes }, ...options }),
       });
+    } else if (mode === 'fair') {
+      // Through createRedisBackend, so the fair group's kill and lost-message hooks reach the backend.
+      const fair = new FairClients();
+      describeLockConformance({
+        name: 'redis:fair',
+        capabilities: fairCapabilities,
+        faults: serverFaults,
+        scaleLocks: 2_000,
+        servers: () => startRedis(),
+        create: (server: ServerHandle, options: { prefix: string }) => fair.create(`${server.url}?mode=fair&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix),
+        kill: fair.kill,
+        fair: fair.hooks,
+      });
     } else {
       describeLockConformance({
         name: `redis:${mode}`,
@@ -52,13 +66,19 @@ if (describeLockConformance === undefined) {
   }
   // setnx, fair and hash-reentrant once more on a 3-master Redis Cluster (every script's keys share a slot).
   for (const mode of ['setnx', 'fair', 'hash-reentrant'] as const) {
+    const fair = new FairClients();
+    // `?cluster=true` makes the one seed node a Cluster seed; the client discovers the others.
+    const urlOf = (server: ServerHandle): string => `${server.url.replace('?cluster=true', '')}?mode=${mode}&cluster=true`;
     describeLockConformance({
       name: `redis:${mode} (3-master Cluster)`,
       capabilities: capabilitiesOf[mode],
       scaleLocks: 2_000,
       servers: async () => clusterHandle(await startRedisCluster()),
-      // `?cluster=true` makes the one seed node a Cluster seed; the client discovers the others.
-      create: (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: `${server.url.replace('?cluster=true', '')}?mode=${mode}&cluster=true`, ...options }),
+      create:
+        mode === 'fair'
+          ? (server: ServerHandle, options: { prefix: string }) => fair.create(`${urlOf(server)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
+          : (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: urlOf(server), ...options }),
+      ...(mode === 'fair' ? { kill: fair.kill, fair: fair.hooks } : {}),
     });
   }
 }

@@ -50,6 +50,18 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
   residue?: (server: S | undefined, keyPrefix: string) => Promise<number>;
   /** Operations of each chaos case (random aborts, timeouts and crashes). Default 200. */
   chaosOperations?: number;
+  /** What the fair group needs besides `capabilities.fair` and `kill` (skipped without). */
+  fair?: FairHooks;
+}
+
+/** The fair (FIFO) group's view of the adapter's queue. */
+export interface FairHooks {
+  /** How long a silent waiter keeps its place (the adapter's waiter lease, server clock). */
+  readonly waiterLeaseMs: number;
+  /** The longest a waiter that heard nothing may take to find a grant already made to it (its heartbeat). */
+  readonly recheckBoundMs: number;
+  /** From now on `client` misses every grant message (its sockets stay up): only its re-checks can find a grant. */
+  loseGrantMessages(client: LockClient): void | Promise<void>;
 }
 
 export interface ResolvedOptions<S extends ServerLike = ServerLike> extends ConformanceOptions<S> {
@@ -101,6 +113,8 @@ export interface CaseContext {
   readonly canKill: boolean;
   /** Server-side leftovers for this case's keys (options.residue); undefined without the hook. */
   readonly residue: (() => Promise<number>) | undefined;
+  /** options.fair, when given. */
+  readonly fair: FairHooks | undefined;
 }
 
 /** A case: a plain async function, plus when it applies. */
@@ -136,6 +150,7 @@ export async function runCase<S extends ServerLike>(
     multiStressIterations: resolved.multiStressIterations,
     multiWaitMs: resolved.multiWaitMs,
     killBoundMs: resolved.killBoundMs,
+    fair: resolved.fair,
     prefix,
     client(otherPrefix?: string): LockClient {
       const client = resolved.create(server, { prefix: otherPrefix ?? prefix });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { resolveOptions, runCase, type ConformanceCase, type ConformanceOptions, type ServerLike } from './context.js';
 import { electionCases } from './election.js';
+import { fairCases } from './fair.js';
 import { faultCases } from './faults.js';
 import { hygieneCases } from './hygiene.js';
 import { inputCases } from './input.js';
@@ -24,6 +25,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   election: electionCases,
   readWrite: readWriteCases,
   semaphore: semaphoreCases,
+  fair: fairCases,
 };
 
 /**

@@ -47,6 +47,8 @@ interface Waiter {
   stillWaiting(pttl: number, sentAt: number): void;
   /** Gives up as on a timeout (the backend closes). */
   cancel(): void;
+  /** Stops without a word to the server (simulateCrash): no timer left, the entry stays queued. */
+  halt(): void;
 }
 
 /** The drift allowance core uses (1% + 2 ms, the Redlock spec's), so both bound a lease alike. */
@@ -146,6 +148,15 @@ export class FairMode implements LockMode {
     await Promise.allSettled([...this.leaving]);
   }
 
+  /** As a killed process: no more ticks, re-checks or leaves (the backend drops the sockets). */
+  crash(): void {
+    this.closed = true;
+    this.stopTicking();
+    for (const waiter of [...this.waiters.values()]) waiter.halt();
+    this.waiters.clear();
+    this.unextended.clear();
+  }
+
   /** The grant channel's subscriber socket, if one was opened, for the backend to close. */
   subscriber(): Redis | Cluster | undefined {
     return this.grants.close();
@@ -205,6 +216,11 @@ export class FairMode implements LockMode {
           timer = setTimeout(onTimer, Math.max(0, Math.min(deadline, recheckAt) - Date.now()));
         },
         cancel: () => leave(),
+        halt: () => {
+          if (waiter.done) return;
+          finish();
+          resolve(undefined);
+        },
       };
       const leave = (): void => {
         if (waiter.done) return;
