@@ -42,6 +42,7 @@ const plan: [string, string][] = [
   ['partition', 'redis/setnx'],
   ['redis-failover', 'redis/fair'],
   ['redlock-restart', 'redis/redlock'],
+  ['election-pause', 'zookeeper/election'],
 ];
 
 async function smoke(scenario: string, rows: string): Promise<Summary> {
@@ -65,7 +66,7 @@ describe.skipIf(missing.length > 0)(`compare: every scenario once on server proc
     it(`${scenario} (${rows}) completes without a harness error`, async () => {
       const summary = await smoke(scenario, rows);
       const [first] = summary.rows;
-      if (scenario === 'client-pause') {
+      if (scenario === 'client-pause' || scenario === 'election-pause') {
         expect(first!.overlaps).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedPlain).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedFenced).toBe(0);

@@ -3,7 +3,8 @@
  * Talks to the harness's registers over the fork IPC channel.
  */
 import type { Interval } from './history.js';
-import { runWorker, type RegisterPort, type WorkerConfig } from './workload.js';
+import { runClient } from './election-worker.js';
+import type { RegisterPort, WorkerConfig } from './workload.js';
 
 type Reply = { id: number; plain?: number; fenced?: number };
 let nextId = 0;
@@ -28,7 +29,7 @@ const port: RegisterPort = {
 
 async function start(config: WorkerConfig): Promise<void> {
   try {
-    await runWorker(config, port);
+    await runClient(config, port);
     process.send?.({ type: 'done' }, () => process.exit(0));
   } catch (error) {
     process.send?.({ type: 'failed', message: String(error) }, () => process.exit(1));

@@ -81,7 +81,8 @@ async function main(): Promise<number> {
     progress(n, s.name);
     try {
       const only = onlyFor(s.rows);
-      results.push(...(await s.run({ quick, ...(only ? { only } : {}) })));
+      const onSkip = (row: string, reason: string): void => { skipped[`${s.name} ${row}`] = reason; };
+      results.push(...(await s.run({ quick, onSkip, ...(only ? { only } : {}) })));
     } catch (error) {
       if (error instanceof SkipError) skipped[s.name] = error.message;
       else { harnessError = true; skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`; }

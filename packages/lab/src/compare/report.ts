@@ -68,7 +68,9 @@ const explanations = `<dl>
 </dl>`;
 
 function scenarioList(ctx: ReportContext): string {
-  return `<dl>${ctx.scenarios.map((s) => `<dt id="scenario-${esc(s.name)}">${esc(s.name)}</dt><dd>${esc(s.description)}${ctx.notRun[s.name] ? `<br><i>Not run here: ${esc(ctx.notRun[s.name]!.split('\n')[0]!)}</i>` : ''}</dd>`).join('')}</dl>`;
+  const rowSkips = (name: string): string => Object.entries(ctx.notRun).filter(([k]) => k.startsWith(`${name} `))
+    .map(([k, v]) => `<br><i>${esc(k.slice(name.length + 1))} not run here: ${esc(v)}</i>`).join('');
+  return `<dl>${ctx.scenarios.map((s) => `<dt id="scenario-${esc(s.name)}">${esc(s.name)}</dt><dd>${esc(s.description)}${ctx.notRun[s.name] ? `<br><i>Not run here: ${esc(ctx.notRun[s.name]!.split('\n')[0]!)}</i>` : ''}${rowSkips(s.name)}</dd>`).join('')}</dl>`;
 }
 
 function figures(results: readonly ScenarioResult[]): string {

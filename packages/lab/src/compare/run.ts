@@ -3,7 +3,8 @@ import { EventEmitter, once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { now, type FaultWindow, type History, type Interval } from './history.js';
 import { FencedRegister, PlainRegister } from './stores.js';
-import { runWorker, type RegisterPort, type WorkerConfig } from './workload.js';
+import { runClient } from './election-worker.js';
+import type { RegisterPort, WorkerConfig } from './workload.js';
 import { trackWorker, untrackWorker } from './worker-groups.js';
 
 export interface RunSpec {
@@ -59,7 +60,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
       children.push(child);
       done.push(finished);
     } else {
-      done.push(runWorker(config(i), port));
+      done.push(runClient(config(i), port));
     }
   };
   const ctx: RunContext = {

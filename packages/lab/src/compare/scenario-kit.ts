@@ -23,6 +23,8 @@ export interface RunOptions {
   readonly only?: (backendMode: string) => boolean;
   /** Told of each row as it is measured (progress output). */
   readonly onRow?: (r: ScenarioResult) => void;
+  /** Told of each row that could not run here (its adapter or a primitive missing), and why. */
+  readonly onSkip?: (row: string, reason: string) => void;
 }
 
 export interface Scenario {
@@ -78,10 +80,17 @@ export async function forEachRow<T extends { readonly backend: string; readonly 
     try {
       await requireAdapter(t.pkg);
     } catch (error) {
-      if (error instanceof SkipError) { skipped.push(error.message); continue; }
+      if (error instanceof SkipError) { skipped.push(error.message); opts.onSkip?.(`${t.backend}/${t.mode}`, error.message); continue; }
       throw error;
     }
-    const r = await runOne(t);
+    let r: ScenarioResult;
+    try {
+      r = await runOne(t);
+    } catch (error) {
+      // A row the backend cannot run (a primitive it does not offer) skips that row only.
+      if (error instanceof SkipError) { skipped.push(`${t.backend}/${t.mode}: ${error.message}`); opts.onSkip?.(`${t.backend}/${t.mode}`, error.message); continue; }
+      throw error;
+    }
     out.push(r);
     opts.onRow?.(r);
   }
@@ -95,4 +104,14 @@ export function row(backend: string, mode: string, scenario: string, history: Hi
   const c = check(history);
   // A run with no acquisitions shows nothing about the class: never call it a match.
   return { backend, mode, class: classOf(backend), scenario, history, check: c, expectation, matched: c.acquisitions > 0 && ok(c) };
+}
+
+/** SkipError unless the backend at `url` offers `capability` (a primitive it may not have yet). */
+export async function requireCapability(url: string, capability: 'election' | 'readWrite' | 'semaphore'): Promise<void> {
+  const { createLockClient } = await import('@deadbolt/core');
+  const client = createLockClient({ url });
+  try {
+    const caps = (await client.capabilities()) as unknown as Record<string, unknown>;
+    if (caps[capability] !== true) throw new SkipError(`the backend does not offer ${capability} (capabilities.${capability} is not true)`);
+  } finally { await client.close(); }
 }

@@ -1,6 +1,7 @@
 /** The registry of nemesis scenarios `npm run compare` knows, in the order it runs them. */
 import type { Scenario } from './scenario-kit.js';
 import { clientPause } from './scenarios/client-pause.js';
+import { electionPause } from './scenarios/election-pause.js';
 import { getsetClockSkew } from './scenarios/getset-clock-skew.js';
 import { partition } from './scenarios/partition.js';
 import { postgresRestart } from './scenarios/postgres-restart.js';
@@ -10,7 +11,7 @@ import { zookeeperLeaderLoss } from './scenarios/zookeeper-leader-loss.js';
 
 export { requireAdapter, SkipError, type ConsistencyClass, type RunOptions, type Scenario, type ScenarioResult } from './scenario-kit.js';
 
-export const scenarios: readonly Scenario[] = [clientPause, zookeeperLeaderLoss, getsetClockSkew, postgresRestart, partition, redisFailover, redlockRestart];
+export const scenarios: readonly Scenario[] = [clientPause, zookeeperLeaderLoss, getsetClockSkew, postgresRestart, partition, redisFailover, redlockRestart, electionPause];
 
 /**
  * `--quick`: the same faults on one backend of each class, so the page shows the real contrast

@@ -1,4 +1,4 @@
-import { createLockClient, InvalidArgumentError, type LockClient } from '@deadbolt/core';
+import { createLockClient, InvalidArgumentError, type AcquireOptions, type Lock, type LockClient } from '@deadbolt/core';
 import { now, type Interval } from './history.js';
 
 /** Where a worker reads and writes the two registers: in-process, or over IPC from a child. */
@@ -28,7 +28,18 @@ export interface WorkerConfig {
    * every hold is a fixed lease of ttlMs). For scenarios whose holds outlast the ttl.
    */
   readonly autoRenew?: boolean;
+  /**
+   * What the client takes (default a lock): one side of a read-write lock, a semaphore permit, or
+   * leadership in an election (see election-worker.ts). The same key, the same registers.
+   */
+  readonly primitive?: Primitive;
 }
+
+export type Primitive =
+  | { readonly kind: 'lock' }
+  | { readonly kind: 'read' | 'write' }
+  | { readonly kind: 'semaphore'; readonly permits: number }
+  | { readonly kind: 'election' };
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -39,6 +50,18 @@ export function clientFor(cfg: WorkerConfig): LockClient {
     options.now = () => Date.now() + skew;
   }
   return createLockClient({ url: cfg.url, options, defaults: { autoRenew: true } });
+}
+
+/** One hold of whatever this client takes (a lock, a read or write side, a semaphore permit). */
+function acquireOne(client: LockClient, cfg: WorkerConfig, options: AcquireOptions): Promise<Lock> {
+  const p = cfg.primitive ?? { kind: 'lock' };
+  switch (p.kind) {
+    case 'read': return client.readWriteLock(cfg.key).read.acquire(options);
+    case 'write': return client.readWriteLock(cfg.key).write.acquire(options);
+    case 'semaphore': return client.semaphore(cfg.key, { permits: p.permits }).acquire(options);
+    case 'election': throw new InvalidArgumentError('primitive', 'an election client runs runElectionWorker, not runWorker');
+    default: return client.acquire(cfg.key, options);
+  }
 }
 
 /**
@@ -52,7 +75,7 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
     while (now() < cfg.until) {
       let lock;
       try {
-        lock = await client.acquire(cfg.key, {
+        lock = await acquireOne(client, cfg, {
           ttlMs: cfg.ttlMs, waitMs: Math.max(1, Math.floor(Math.min(cfg.waitMs, cfg.until - now()))),
           ...(cfg.autoRenew !== undefined ? { autoRenew: cfg.autoRenew } : {}),
         });
@@ -92,6 +115,7 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
         outcome: lostNoticeAt !== undefined && lostNoticeAt <= releasingAt ? 'lost' : 'released',
         ...(lostNoticeAt !== undefined ? { lostNoticeAt } : {}),
         leaseExpiresAt: lastRenewAt + cfg.ttlMs,
+        ...(cfg.primitive?.kind === 'read' || cfg.primitive?.kind === 'write' ? { mode: cfg.primitive.kind } : {}),
       });
       // Without a short random pause the releaser re-acquires in the same tick and starves the others.
       await sleep(5 + Math.random() * 30);

@@ -1,0 +1,49 @@
+import type { RunContext, RunSpec } from '../run.js';
+import { runWorkload } from '../run.js';
+import { forEachRow, requireCapability, row, servers, sleep, type Scenario } from '../scenario-kit.js';
+import { targetCatalogue } from '../targets.js';
+
+/**
+ * client-pause for leader election: the first leader's process is frozen (SIGSTOP) inside its term,
+ * after its check and before its write, for three ttls (sessions, on ZooKeeper). Its term's lease
+ * runs out, another participant is elected, and when the old leader wakes it still believes it
+ * leads and writes. Two leaders at once, on every backend (a term is a lease); the term, used as a
+ * fencing token, is what lets the resource refuse the old leader's write.
+ */
+async function pauseFirstTerm(ctx: RunContext, ttlMs: number): Promise<void> {
+  const child = ctx.children[0];
+  if (!child) throw new Error('election-pause needs a child-process participant');
+  await ctx.fault(`leader c0 paused (SIGSTOP) ${(ttlMs * 3) / 1000} s`, async () => {
+    child.kill('SIGSTOP');
+    await sleep(ttlMs * 3);
+    child.kill('SIGCONT');
+  });
+}
+
+/** The lock targets whose backends may offer elections; a row without them is skipped, said why. */
+const rows = [
+  { ...targetCatalogue['zookeeper/ephemeral-sequential'], mode: 'election' },
+  { ...targetCatalogue['redis/setnx'], mode: 'election' },
+  { ...targetCatalogue['postgres/lease'], mode: 'election' },
+] as const;
+
+export const electionPause: Scenario = {
+  name: 'election-pause',
+  description: 'Leader election under a pause: the first leader is frozen (SIGSTOP) inside its term for three ttls, then thawed. Its term runs out and another participant is elected; when the old leader wakes it still believes it leads and writes. Only the term, used as a fencing token, lets the resource refuse that write.',
+  rows: rows.map((r) => `${r.backend}/${r.mode}`),
+  run: (opts) => forEachRow('election-pause', rows, opts, async (t) => {
+    const server = await t.start(await servers());
+    try {
+      const url = t.url(server.url);
+      await requireCapability(url, 'election');
+      const spec: RunSpec = {
+        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 6 : 8), ttlMs: t.ttlMs,
+        holdMs: 300, othersStartAfterFirstHold: true, perClient: () => ({ primitive: { kind: 'election' } }),
+      };
+      const history = await runWorkload(spec, (ctx) => pauseFirstTerm(ctx, t.ttlMs));
+      return row(t.backend, t.mode, 'election-pause', history,
+        'two leaders at once (a term is a lease, whatever the class); 0 stale writes accepted by the fenced register (the term is the fence)',
+        (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0);
+    } finally { await server.stop(); }
+  }),
+};
