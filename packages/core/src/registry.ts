@@ -10,6 +10,8 @@ const factories = new Map<string, BackendFactory>();
 export const knownBackendPackages: Readonly<Record<string, string>> = Object.freeze({
   redis: '@deadbolt/redis',
   rediss: '@deadbolt/redis',
+  'redis+sentinel': '@deadbolt/redis',
+  'rediss+sentinel': '@deadbolt/redis',
   memcached: '@deadbolt/memcached',
   postgres: '@deadbolt/postgres',
   postgresql: '@deadbolt/postgres',

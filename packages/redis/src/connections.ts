@@ -43,6 +43,24 @@ export function openNode(node: RedisNodeAddress, options: ResolvedRedisOptions, 
   return silence(new Redis({ ...connectionOptions(options, commandTimeoutMs), host: node.host, port: node.port }));
 }
 
+/**
+ * The master behind Redis Sentinel: ioredis asks the Sentinels for the master's address, connects,
+ * checks its role, and asks again whenever the connection drops (a failover).
+ */
+function openBehindSentinel(options: ResolvedRedisOptions): Redis {
+  return silence(
+    new Redis({
+      ...connectionOptions(options, options.commandTimeoutMs),
+      sentinels: options.nodes.map((node) => ({ host: node.host, port: node.port })),
+      name: options.sentinel,
+      ...(options.sentinelPassword !== undefined ? { sentinelPassword: options.sentinelPassword } : {}),
+      ...(options.tls ? { enableTLSForSentinelMode: true } : {}),
+      // Sentinels down: keep asking, as for a master that is down, but not in a tight loop.
+      sentinelRetryStrategy: (attempt: number) => Math.min(50 * attempt, 1_000),
+    }),
+  );
+}
+
 /** The command connection of the single-server and Cluster modes. */
 export function openCommandConnection(options: ResolvedRedisOptions): OwnedConnection {
   if (options.client !== undefined) {
@@ -61,7 +79,9 @@ export function openCommandConnection(options: ResolvedRedisOptions): OwnedConne
           },
         ),
       )
-    : openNode(options.nodes[0] ?? { host: '127.0.0.1', port: 6379 }, options);
+    : options.sentinel !== undefined
+      ? openBehindSentinel(options)
+      : openNode(options.nodes[0] ?? { host: '127.0.0.1', port: 6379 }, options);
   defineScripts(connection);
   return { connection, owned: true };
 }

@@ -15,6 +15,8 @@ export function createRedisBackend(config: string | RedisBackendOptions): RedisB
 
 registerBackend('redis', redisBackendFactory);
 registerBackend('rediss', redisBackendFactory);
+registerBackend('redis+sentinel', redisBackendFactory);
+registerBackend('rediss+sentinel', redisBackendFactory);
 
 export { RedisBackend } from './backend.js';
 export { parseRedisUrl, resolveRedisOptions, redisModes, defaultCommandTimeoutMs, defaultDriftFactor, defaultWaiterLeaseMs } from './options.js';

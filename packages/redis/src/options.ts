@@ -62,6 +62,14 @@ export interface RedisBackendOptions {
   readonly now?: () => number;
   /** fair: how long a silent waiter keeps its place in the queue (server clock); it heartbeats every third of it. Default 3000. */
   readonly waiterLeaseMs?: number;
+  /**
+   * Redis Sentinel: the master's name. The nodes are then the Sentinels, which ioredis asks where the
+   * master is (and asks again after a failover). `redis+sentinel://s1:26379,s2:26379?sentinel=mymaster`
+   * or `redis://...?sentinel=mymaster`. Not for 'redlock' or a Cluster.
+   */
+  readonly sentinel?: string;
+  /** Redis Sentinel: the Sentinels' own password (AUTH), when they require one; `password` is the master's. */
+  readonly sentinelPassword?: string;
 }
 
 /** What the backend runs on: validated, with defaults, frozen. */
@@ -80,16 +88,20 @@ export interface ResolvedRedisOptions {
   readonly nodeTimeoutMs: number | undefined;
   readonly now: () => number;
   readonly waiterLeaseMs: number;
+  /** The Sentinel master name; undefined without Sentinel. */
+  readonly sentinel: string | undefined;
+  readonly sentinelPassword: string | undefined;
 }
 
 export const defaultCommandTimeoutMs = 2_000;
 export const defaultDriftFactor = 0.01;
 export const defaultWaiterLeaseMs = 3_000;
 const defaultPort = 6379;
+const defaultSentinelPort = 26379;
 const backend = 'redis';
 
 /** Query parameters a URL may carry. `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'waiterLeaseMs', 'cluster', 'prefix']);
+const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'waiterLeaseMs', 'cluster', 'sentinel', 'prefix']);
 const objectOptions: ReadonlySet<string> = new Set([
   'mode',
   'nodes',
@@ -105,6 +117,8 @@ const objectOptions: ReadonlySet<string> = new Set([
   'nodeTimeoutMs',
   'now',
   'waiterLeaseMs',
+  'sentinel',
+  'sentinelPassword',
 ]);
 
 /**
@@ -113,11 +127,16 @@ const objectOptions: ReadonlySet<string> = new Set([
  * for one host. Throws InvalidArgumentError without echoing the password (the adapter kit's rules).
  */
 export function parseRedisUrl(input: string | URL): RedisBackendOptions {
-  const url = splitBackendUrl(input, backend, ['redis', 'rediss']);
-  const options: Record<string, unknown> = { tls: url.scheme === 'rediss', ...urlParameters(url.params, urlParameterNames, backend) };
+  const url = splitBackendUrl(input, backend, ['redis', 'rediss', 'redis+sentinel', 'rediss+sentinel']);
+  const viaSentinel = url.scheme.endsWith('+sentinel');
+  const options: Record<string, unknown> = { tls: url.scheme.startsWith('rediss'), ...urlParameters(url.params, urlParameterNames, backend) };
+  if (viaSentinel && options.sentinel === undefined) {
+    throw new InvalidArgumentError('sentinel', `${url.scheme}:// needs the master's name: ?sentinel=<masterName>`, { backend });
+  }
   if (url.username !== undefined) options.username = url.username;
   if (url.password !== undefined) options.password = url.password;
-  if (url.hosts !== '') options.nodes = parseHostList(url.hosts, defaultPort, 'nodes', backend);
+  const sentinels = viaSentinel || options.sentinel !== undefined;
+  if (url.hosts !== '') options.nodes = parseHostList(url.hosts, sentinels ? defaultSentinelPort : defaultPort, 'nodes', backend);
   const database = url.path.replace(/^\//, '');
   if (database !== '') options.db = database;
   return options as RedisBackendOptions;
@@ -151,13 +170,22 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
   const username = merged.username === undefined ? undefined : stringOption('username', merged.username, backend);
   const password = merged.password === undefined ? undefined : stringOption('password', merged.password, backend);
   const tls = merged.tls === undefined ? false : booleanOption('tls', merged.tls, backend);
-  const cluster = merged.cluster === undefined ? mode !== 'redlock' && nodes.length > 1 : booleanOption('cluster', merged.cluster, backend);
+  const viaSentinel = merged.sentinel !== undefined;
+  const cluster = merged.cluster === undefined ? mode !== 'redlock' && !viaSentinel && nodes.length > 1 : booleanOption('cluster', merged.cluster, backend);
   if (cluster && mode === 'redlock') throw new InvalidArgumentError('cluster', 'redlock runs on independent masters, not on a Redis Cluster', { backend });
   if (cluster && db !== 0) throw new InvalidArgumentError('db', 'Redis Cluster has only database 0', { backend });
+  const sentinel = merged.sentinel === undefined ? undefined : stringOption('sentinel', merged.sentinel, backend);
+  const sentinelPassword = merged.sentinelPassword === undefined ? undefined : stringOption('sentinelPassword', merged.sentinelPassword, backend);
+  if (sentinel !== undefined) {
+    if (sentinel === '') throw new InvalidArgumentError('sentinel', "expected the master's name", { backend });
+    if (mode === 'redlock') throw new InvalidArgumentError('sentinel', 'redlock runs on independent masters, not behind a Sentinel', { backend });
+    if (cluster) throw new InvalidArgumentError('sentinel', 'a Redis Cluster has no Sentinel', { backend });
+    if (client !== undefined) throw new InvalidArgumentError('sentinel', "give either 'client' or the Sentinels, not both", { backend });
+  }
 
   return Object.freeze({
     mode,
-    nodes: Object.freeze(nodes.length > 0 || client !== undefined || clients !== undefined ? nodes : [{ host: '127.0.0.1', port: defaultPort }]),
+    nodes: Object.freeze(nodes.length > 0 || client !== undefined || clients !== undefined ? nodes : [{ host: '127.0.0.1', port: viaSentinel ? defaultSentinelPort : defaultPort }]),
     client,
     clients: clients === undefined ? undefined : Object.freeze([...clients]),
     cluster,
@@ -170,6 +198,8 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
     nodeTimeoutMs,
     now: now as () => number,
     waiterLeaseMs,
+    sentinel,
+    sentinelPassword,
   });
 }
 

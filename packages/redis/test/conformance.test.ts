@@ -1,4 +1,4 @@
-import { startRedis, startRedisMasters, type ServerHandle } from '@deadbolt/conformance/servers';
+import { startRedis, startRedisMasters, startRedisSentinel, type RedisSentinelSet, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
 import { fairCapabilities, getsetCapabilities, hashReentrantCapabilities, redisModes, redlockCapabilities, setnxCapabilities } from '../src/index.js';
@@ -63,6 +63,30 @@ if (describeLockConformance === undefined) {
         create: (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: `${server.url}?mode=${mode}`, ...options }),
       });
     }
+  }
+  // setnx and fair once more behind Redis Sentinel: ioredis asks the Sentinel for the master. The
+  // fault hooks act on the master.
+  for (const mode of ['setnx', 'fair'] as const) {
+    const fair = new FairClients();
+    const urlOf = (set: RedisSentinelSet): string => `${set.url}&mode=${mode}`;
+    describeLockConformance({
+      name: `redis:${mode} (Sentinel)`,
+      capabilities: capabilitiesOf[mode],
+      scaleLocks: 2_000,
+      faults: {
+        restart: (set: RedisSentinelSet) => set.master.restart(),
+        pause: (set: RedisSentinelSet) => set.master.pause(),
+        resume: (set: RedisSentinelSet) => set.master.resume(),
+        down: (set: RedisSentinelSet) => set.master.down(),
+        up: (set: RedisSentinelSet) => set.master.up(),
+      },
+      servers: () => startRedisSentinel(),
+      create:
+        mode === 'fair'
+          ? (set: RedisSentinelSet, options: { prefix: string }) => fair.create(`${urlOf(set)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
+          : (set: RedisSentinelSet, options: { prefix?: string } = {}) => createLockClient({ url: urlOf(set), ...options }),
+      ...(mode === 'fair' ? { kill: fair.kill, fair: fair.hooks } : {}),
+    });
   }
   // setnx, fair and hash-reentrant once more on a 3-master Redis Cluster (every script's keys share a slot).
   for (const mode of ['setnx', 'fair', 'hash-reentrant'] as const) {

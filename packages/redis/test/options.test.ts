@@ -22,6 +22,24 @@ describe('redis options', () => {
     expect(resolveRedisOptions(undefined, { nodes: ['a:1'], cluster: true }).cluster).toBe(true);
   });
 
+  it('Sentinel: redis+sentinel:// or ?sentinel= names the master; the nodes are Sentinels (default port 26379), never a Cluster', () => {
+    expect(resolveRedisOptions('redis+sentinel://s1,s2:5000/2?sentinel=main&mode=fair')).toMatchObject({
+      sentinel: 'main',
+      mode: 'fair',
+      db: 2,
+      cluster: false,
+      nodes: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 5000 },
+      ],
+    });
+    expect(resolveRedisOptions('redis://s1:26380?sentinel=main')).toMatchObject({ sentinel: 'main', nodes: [{ host: 's1', port: 26380 }] });
+    expect(resolveRedisOptions(undefined, { sentinel: 'main', sentinelPassword: 'x' })).toMatchObject({ nodes: [{ host: '127.0.0.1', port: 26379 }], sentinelPassword: 'x' });
+    expect(() => resolveRedisOptions('redis+sentinel://s1')).toThrow(InvalidArgumentError);
+    expect(() => resolveRedisOptions('redis://s1?sentinel=main&mode=redlock')).toThrow(InvalidArgumentError);
+    expect(() => resolveRedisOptions('redis://s1?sentinel=main&cluster=true')).toThrow(InvalidArgumentError);
+  });
+
   it('object options override the URL; prefix is left to core', () => {
     const options = resolveRedisOptions(new URL('redis://h:1?mode=setnx&prefix=app:'), { mode: 'hash-reentrant' });
     expect(options.mode).toBe('hash-reentrant');

@@ -6,6 +6,7 @@
 export type {
   PostgresServerHandle,
   RedisPrimaryReplica,
+  RedisSentinelSet,
   RedisStartOptions,
   ServerHandle,
   ServerKind,
@@ -15,6 +16,7 @@ export type {
   ZooKeeperStartOptions,
 } from './types.js';
 export { startRedis, startRedisMasters, startRedisPrimaryReplica } from './redis.js';
+export { startRedisSentinel } from './redis-sentinel.js';
 export { startMemcached } from './memcached.js';
 export { startPostgres } from './postgres.js';
 export { startZooKeeper, startZooKeeperEnsemble } from './zookeeper.js';

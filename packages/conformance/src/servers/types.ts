@@ -73,6 +73,19 @@ export interface RedisPrimaryReplica {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** A Redis master watched by a Sentinel (the client asks the Sentinel where the master is). */
+export interface RedisSentinelSet {
+  readonly master: ServerHandle;
+  /** The Sentinel process; its fault hooks act on the Sentinel, the master's on the master. */
+  readonly sentinel: ServerHandle;
+  readonly masterName: string;
+  /** redis+sentinel://host:port?sentinel=<masterName> */
+  readonly url: string;
+  /** Stops both. Idempotent. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /** A ZooKeeper ensemble whose quorum has formed when it is returned. */
 export interface ZooKeeperEnsemble {
   readonly members: readonly ServerHandle[];
