@@ -21,6 +21,8 @@ import { isNoNode, remove, stat, zxid } from './operations.js';
 import { ParentSweeper } from './parent-sweeper.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 import { runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
+import { runReadWriteRecipe } from './rw-recipe.js';
+import { leasesChild, locksChild, runSemaphoreRecipe } from './semaphore-recipe.js';
 import { ZooKeeperSession } from './session.js';
 
 /**
@@ -41,11 +43,16 @@ export const zooKeeperCapabilities: Capabilities = Object.freeze({
   multi: 'atomic',
   // Curator LeaderLatch / LeaderSelector layouts; the term is our node's czxid.
   election: true,
+  // Curator's InterProcessReadWriteLock and InterProcessSemaphoreV2 layouts (rw-recipe.ts, semaphore-recipe.ts).
+  readWrite: true,
+  semaphore: true,
 });
 
 /** A ZooKeeper grant: `token` is our node's full path. */
 export interface ZooKeeperGrant extends Grant {
   readonly lockPath: string;
+  /** A semaphore's path (its `locks` and `leases` children and itself are swept when emptied). */
+  readonly semaphorePath?: string;
 }
 
 export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend {
@@ -59,6 +66,8 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
   /** Nodes whose delete failed or is in doubt: deleted again in the background until gone. */
   private readonly abandoned: GuaranteedDeletes;
   private readonly parents: ParentSweeper;
+  /** Semaphore paths: `leases`, `locks`, then the path itself (Curator never reaps them: CURATOR-173). */
+  private readonly semaphores: ParentSweeper;
 
   constructor(
     readonly options: ResolvedZooKeeperOptions,
@@ -67,6 +76,10 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     this.session = new ZooKeeperSession(options, this.name);
     this.abandoned = new GuaranteedDeletes(() => this.session.ready(Date.now() + options.operationTimeoutMs), options.operationTimeoutMs);
     this.parents = new ParentSweeper(options.parentCleanupDelayMs, (path) => this.removeIfEmpty(path));
+    this.semaphores = new ParentSweeper(options.parentCleanupDelayMs, async (path) => {
+      await Promise.all([this.removeIfEmpty(`${path}/${leasesChild}`), this.removeIfEmpty(`${path}/${locksChild}`)]);
+      await this.removeIfEmpty(path);
+    });
   }
 
   /** One operation's deadline; core bounds a wait by waitMs + this. */
@@ -159,7 +172,9 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
           throw error;
         }
       }
-      await this.parents.schedule((grant as Partial<ZooKeeperGrant>).lockPath ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
+      const { semaphorePath, lockPath: parent } = grant as Partial<ZooKeeperGrant>;
+      if (semaphorePath !== undefined) await this.semaphores.schedule(semaphorePath);
+      else await this.parents.schedule(parent ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
       return deleted;
     });
   }
@@ -171,7 +186,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
 
   async close(): Promise<void> {
     this.abandoned.close();
-    await this.parents.flush();
+    await Promise.all([this.parents.flush(), this.semaphores.flush()]);
     await this.session.close();
   }
 
@@ -191,12 +206,25 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         abandon: (path) => this.abandoned.add(path),
         ...(request.onContended ? { onQueued: request.onContended } : {}),
       };
-      const ours = await runLockRecipe(run, wait, deadline, signal);
+      const kind = request.kind;
+      const ours =
+        kind === undefined ? await runLockRecipe(run, wait, deadline, signal)
+        : kind.type === 'permit' ? await runSemaphoreRecipe(run, kind.permits, wait, deadline, signal)
+        : await runReadWriteRecipe(run, kind.type, kind.type === 'read' ? kind.downgradeOf?.token : undefined, wait, deadline, signal);
+      const semaphorePath = kind?.type === 'permit' ? run.lockPath : undefined;
       if (ours === undefined) {
-        if (wait) await this.parents.schedule(run.lockPath);
+        if (semaphorePath !== undefined) await this.semaphores.schedule(semaphorePath);
+        else if (wait) await this.parents.schedule(run.lockPath);
         return undefined;
       }
-      const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: ours.path, fence: zxid(ours.stat.czxid), lockPath: run.lockPath };
+      const grant: ZooKeeperGrant = {
+        key: request.key,
+        owner: request.owner,
+        token: ours.path,
+        fence: zxid(ours.stat.czxid),
+        lockPath: run.lockPath,
+        ...(semaphorePath === undefined ? {} : { semaphorePath }),
+      };
       this.session.track(grant, request.onLost);
       return grant;
     });

@@ -23,6 +23,8 @@ export type { ResolvedZooKeeperOptions, ZooKeeperBackendOptions, ZooKeeperLostOn
 export { contenders, encodeKey, latchName, lockName, lockPath, sortKey } from './naming.js';
 export type { ElectionLayout } from './election.js';
 export type { RecipeHooks } from './recipe.js';
+export { readMarker, readWriteContenders, readWriteSortKey, writeMarker } from './rw-recipe.js';
+export { leaseName, leasesChild, locksChild } from './semaphore-recipe.js';
 
 /** Types `options` by scheme in createLockClient (`{ url: 'zookeeper://...', options }`). */
 declare module '@deadbolt/core' {

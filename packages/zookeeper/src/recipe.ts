@@ -27,8 +27,10 @@ export interface RecipeRun {
   readonly abandon: (path: string) => void;
   /** Told each time we queue behind another contender (core reports the first as 'contended'). */
   readonly onQueued?: () => void;
-  /** The node name before the sequence: 'lock-' (default, Curator's mutex) or 'latch-' (LeaderLatch). */
+  /** The node's base name after `_c_<guid>-`: `lock-` (default, Curator's mutex), `latch-` (LeaderLatch), `__READ__`, `__WRIT__`, `lease-`. */
   readonly nodeName?: string;
+  /** EPHEMERAL_SEQUENTIAL unless given (a downgrade's read node is EPHEMERAL, named with the writer's sequence). */
+  readonly createMode?: number;
 }
 
 /** Why a wait ended without the lock. */
@@ -72,7 +74,7 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
   try {
     for (let attempt = 0; attempt === 0 || Date.now() < deadline; attempt += 1) {
       try {
-        const path = await create(run.client, prefix, run.data, CreateMode.EPHEMERAL_SEQUENTIAL, opDeadline(run), late);
+        const path = await create(run.client, prefix, run.data, run.createMode ?? CreateMode.EPHEMERAL_SEQUENTIAL, opDeadline(run), late);
         finish(path);
         return path;
       } catch (error) {

@@ -1,7 +1,8 @@
 import { describeLockConformance } from '@deadbolt/conformance';
 import { startZooKeeper, startZooKeeperEnsemble, type ServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient } from '@deadbolt/core';
-import { zooKeeperCapabilities } from '../src/index.js';
+import { createLockClient, type LockClient } from '@deadbolt/core';
+import { createZooKeeperBackend, encodeKey, zooKeeperCapabilities, type ZooKeeperBackend } from '../src/index.js';
+import { children, connectStringOf, rawClient } from './support.js';
 
 /** The ensemble as one handle: its url lists every member; faults hit the whole ensemble. */
 async function ensembleHandle(): Promise<ServerHandle> {
@@ -21,10 +22,34 @@ async function ensembleHandle(): Promise<ServerHandle> {
 }
 
 // The shared conformance suite against a standalone server and a 3-node ensemble.
-const create = (server: ServerHandle | undefined, { prefix }: { prefix: string }) =>
-  createLockClient({ url: `${server!.url}/deadbolt/conformance?sessionTimeoutMs=6000&connectTimeoutMs=3000&operationTimeoutMs=3000`, prefix });
+const basePath = '/deadbolt/conformance';
+const backends = new WeakMap<LockClient, ZooKeeperBackend>();
+const create = (server: ServerHandle | undefined, { prefix }: { prefix: string }) => {
+  const backend = createZooKeeperBackend(`${server!.url}${basePath}?sessionTimeoutMs=6000&connectTimeoutMs=3000&operationTimeoutMs=3000`);
+  const client = createLockClient({ backend, prefix });
+  backends.set(client, backend);
+  return client;
+};
+/** A crash as the server sees it: the session ends with no release, its ephemeral nodes go. */
+const kill = async (client: LockClient): Promise<void> => {
+  await backends.get(client)?.close();
+};
+/** Every node left under the case's keys (lock paths, contenders, a semaphore's locks/leases). */
+const residue = async (server: ServerHandle | undefined, keyPrefix: string): Promise<number> => {
+  const raw = await rawClient(connectStringOf(server!.url));
+  try {
+    const count = async (path: string): Promise<number> => {
+      const names = await children(raw, path);
+      return names.length + (await Promise.all(names.map((name) => count(`${path}/${name}`)))).reduce((a, b) => a + b, 0);
+    };
+    const tops = (await children(raw, basePath)).filter((name) => name.startsWith(encodeKey(keyPrefix)));
+    return tops.length + (await Promise.all(tops.map((name) => count(`${basePath}/${name}`)))).reduce((a, b) => a + b, 0);
+  } finally {
+    await raw.dispose();
+  }
+};
 // Each held lock is a logged znode write: 500 locks show the scale behaviour in seconds, not minutes.
 // Server faults are covered by test/ensemble.test.ts and test/recipe.test.ts (leader loss, expiry).
-const common = { capabilities: zooKeeperCapabilities, create, scaleLocks: 500 };
+const common = { capabilities: zooKeeperCapabilities, create, scaleLocks: 500, kill, residue, chaosOperations: 100 };
 describeLockConformance({ name: 'zookeeper (standalone)', servers: () => startZooKeeper(), ...common });
 describeLockConformance({ name: 'zookeeper (3-node ensemble)', servers: ensembleHandle, ...common });

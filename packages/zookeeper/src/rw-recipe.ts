@@ -1,0 +1,104 @@
+import type { Stat } from 'node-zookeeper-client';
+import { baseName } from './naming.js';
+import { CreateMode, getChildren, stat } from './operations.js';
+import { awaitPredecessor, createContender, deleteNode, type RecipeRun } from './recipe.js';
+
+/**
+ * Apache Curator's InterProcessReadWriteLock, node for node (InterProcessReadWriteLock.java,
+ * StandardLockInternalsDriver.java), so Java services on Curator and Node services on Deadbolt share
+ * one lock path:
+ * - nodes directly under the lock path, `_c_<uuid>-__READ__<seq>` and `_c_<uuid>-__WRIT__<seq>`
+ *   (Curator's constants READ_LOCK_NAME / WRITE_LOCK_NAME: "__WRIT__", not "__WRITE__"),
+ *   EPHEMERAL_SEQUENTIAL, ordered by the text after the last marker (the sequence);
+ * - a writer holds when it is first among all of them; a reader when no writer sorts before it;
+ * - downgrade as since CURATOR-621: the write holder's read node is EPHEMERAL and carries the
+ *   writer's own sequence, so it sorts ahead of every queued writer and keeps them out after the
+ *   write node goes.
+ * One difference that interop cannot see: a waiting reader watches the nearest writer before it,
+ * not the first one (writers ahead leave in order, so the nearest leaves last: one wake-up, not one
+ * per writer ahead).
+ */
+export const readMarker = '__READ__';
+export const writeMarker = '__WRIT__';
+
+/** Curator's fixForSorting for the read-write lock: the text after the last `__READ__`, else after the last `__WRIT__`. */
+export function readWriteSortKey(child: string): string {
+  for (const marker of [readMarker, writeMarker]) {
+    const index = child.lastIndexOf(marker);
+    if (index >= 0) return child.slice(index + marker.length);
+  }
+  return child;
+}
+
+/** The read-write contenders under a lock path, in order (a mutex's `lock-` nodes are not among them). */
+export function readWriteContenders(children: readonly string[]): string[] {
+  return children
+    .filter((child) => child.includes(readMarker) || child.includes(writeMarker))
+    .map((child) => [readWriteSortKey(child), child] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, child]) => child);
+}
+
+export type ReadWriteMode = 'read' | 'write';
+
+type Position = { readonly kind: 'holds'; readonly stat: Stat } | { readonly kind: 'behind'; readonly watch: string } | { readonly kind: 'gone' };
+
+async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downgrade: boolean): Promise<Position> {
+  const deadline = Date.now() + run.operationTimeoutMs;
+  const [children, own] = await Promise.all([getChildren(run.client, run.lockPath, deadline), stat(run.client, ours, deadline)]);
+  const sorted = readWriteContenders(children);
+  const index = sorted.indexOf(baseName(ours));
+  if (index < 0 || own === undefined) return { kind: 'gone' };
+  // The downgrade's read holds beside our own write hold (Curator: the write mutex is the current thread's).
+  if (downgrade) return { kind: 'holds', stat: own };
+  if (mode === 'write') return index === 0 ? { kind: 'holds', stat: own } : { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
+  for (let i = index - 1; i >= 0; i -= 1) {
+    if (sorted[i]!.includes(writeMarker)) return { kind: 'behind', watch: `${run.lockPath}/${sorted[i]}` };
+  }
+  return { kind: 'holds', stat: own };
+}
+
+/**
+ * The whole read-write recipe, the same loop as the mutex's (recipe.ts): `wait` false is
+ * tryAcquire. `downgradeOf`: the path of this owner's write node, for a read taken beside it.
+ */
+export async function runReadWriteRecipe(
+  run: RecipeRun,
+  mode: ReadWriteMode,
+  downgradeOf: string | undefined,
+  wait: boolean,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+  const never = new AbortController().signal;
+  const naming: Pick<RecipeRun, 'nodeName' | 'createMode'> =
+    downgradeOf !== undefined
+      ? { nodeName: `${readMarker}${readWriteSortKey(baseName(downgradeOf))}`, createMode: CreateMode.EPHEMERAL }
+      : { nodeName: mode === 'read' ? readMarker : writeMarker };
+  const creating = { ...run, ...naming };
+  for (;;) {
+    const ours = await createContender(creating, deadline);
+    try {
+      for (;;) {
+        const where = await position(run, ours, mode, downgradeOf !== undefined);
+        if (where.kind === 'gone') break;
+        if (where.kind === 'holds') return { path: ours, stat: where.stat };
+        if (!wait || Date.now() >= deadline || signal?.aborted) {
+          await deleteNode(run, ours);
+          return undefined;
+        }
+        run.onQueued?.();
+        const outcome = await awaitPredecessor(run, ours, where.watch, deadline, signal ?? never);
+        if (outcome !== 'changed') {
+          await deleteNode(run, ours);
+          return undefined;
+        }
+        run.hooks.onRecheck?.(run.lockPath, ours);
+      }
+    } catch (error) {
+      await deleteNode(run, ours);
+      throw error;
+    }
+    if (!wait || Date.now() >= deadline) return undefined;
+  }
+}
