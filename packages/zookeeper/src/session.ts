@@ -107,7 +107,9 @@ export class ZooKeeperSession {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.held.clear();
+    // Closing the session deletes every ephemeral node: a lock still held here (the client normally
+    // releases all before closing the backend) is gone, and its holder must hear so.
+    this.loseAll('the ZooKeeper backend was closed: its session and ephemeral nodes end');
     const client = this.client;
     if (client) await this.closeClient(client);
     await Promise.all([...this.closing]);
