@@ -12,7 +12,7 @@ let decision: Promise<ProviderDecision> | undefined;
 
 /**
  * DEADBOLT_SERVERS=container|process|auto (default auto). auto picks `container` when the Docker
- * API answers at DOCKER_HOST or /var/run/docker.sock within about a second, else `process`.
+ * API answers at DOCKER_HOST or /var/run/docker.sock within 2 s, else `process`.
  * An explicit `container` with no engine answering fails at once (never a testcontainers timeout).
  * Decided once per process; logs one line to stderr saying which provider runs.
  */
@@ -37,7 +37,9 @@ export async function chooseServerProvider(env: NodeJS.ProcessEnv): Promise<Prov
   }
   if (wanted === 'process') return { provider: 'process', reason: 'DEADBOLT_SERVERS=process' };
   const endpoint = dockerEndpoint(env);
-  const engine = endpoint === undefined ? undefined : await probeDockerEngine(endpoint, 1_000);
+  // An explicit `container` waits longer: podman's API answers /version in ms when idle, but took
+  // over a second on this 2-core machine under a load of 10+, and a false "no engine" fails the run.
+  const engine = endpoint === undefined ? undefined : await probeDockerEngine(endpoint, wanted === 'container' ? 15_000 : 2_000);
   if (engine !== undefined && endpoint !== undefined) {
     return { provider: 'container', reason: `${engine} at ${endpoint.address}` };
   }
