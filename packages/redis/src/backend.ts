@@ -1,5 +1,5 @@
 import { BackendUnavailableError, guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { closeConnection, openCommandConnection, openMasters } from './connections.js';
 import { withDeadline } from './deadline.js';
 import { releaseChannel } from './keys.js';
@@ -14,8 +14,8 @@ import type { ResolvedRedisOptions } from './options.js';
 import { TokenSource } from './token.js';
 
 /** A connection in subscriber mode can run nothing else: it is a second socket, ours to close. */
-function subscriberOf(connection: Redis | Cluster): Redis | Cluster {
-  const subscriber = connection.duplicate();
+function subscriberOf(connection: Redis | Cluster, clusterOptions: Record<string, unknown> = {}): Redis | Cluster {
+  const subscriber = connection instanceof Cluster ? connection.duplicate(undefined, clusterOptions) : connection.duplicate();
   subscriber.on('error', () => undefined);
   return subscriber;
 }
@@ -107,7 +107,12 @@ export class RedisBackend implements LockBackend {
       case 'getset':
         return new GetsetMode(connection, this.options.now);
       case 'fair':
-        return new FairMode(connection, { waiterLeaseMs: this.options.waiterLeaseMs, openSubscriber: () => subscriberOf(connection) });
+        return new FairMode(connection, {
+          waiterLeaseMs: this.options.waiterLeaseMs,
+          cluster: connection instanceof Cluster,
+          // On Cluster, shard channels need ioredis' sharded subscribers (one per master).
+          openSubscriber: () => subscriberOf(connection, { shardedSubscribers: true }),
+        });
       default:
         throw new Error(`unreachable mode ${this.options.mode}`);
     }
@@ -162,6 +167,7 @@ export class RedisBackend implements LockBackend {
     const subscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
     // A half-closed socket still delivers what is in flight: stop listening first.
     subscriber?.removeAllListeners('message');
+    subscriber?.removeAllListeners('smessage');
     subscriber?.disconnect();
   }
 

@@ -1,27 +1,36 @@
 import type { Cluster, Redis } from 'ioredis';
 
+type Subscriber = (Redis | Cluster) & {
+  ssubscribe(...channels: string[]): Promise<unknown>;
+};
+
 /**
- * Fair mode's one grant channel per client: subscribed ONCE on a second socket (a connection in
- * subscriber mode can run nothing else) and kept for the backend's life, so a hand-off costs one
- * message to one socket with no per-key SUBSCRIBE churn. ioredis re-subscribes after a reconnect;
- * a message lost meanwhile costs the waiter its re-check, never the lock (the grant is in place).
+ * Fair mode's grant channels of one client, on a second socket (a connection in subscriber mode can
+ * run nothing else). Standalone and Sentinel: ONE channel per client, subscribed once and kept for
+ * the backend's life, so a hand-off costs one message to one socket with no per-key SUBSCRIBE churn.
+ * Cluster: one shard channel per slot the client has waited on (SSUBSCRIBE, kept), because a script
+ * may SPUBLISH only to a shard channel of its own slot, and a classic PUBLISH is broadcast to every
+ * node over the cluster bus. ioredis re-subscribes after a reconnect; a message lost meanwhile costs
+ * the waiter its re-check, never the lock (the grant is already in place).
  */
 export class GrantChannel {
-  private subscriber: Redis | Cluster | undefined;
-  private subscribing: Promise<void> | undefined;
-  private live = false;
+  private subscriber: Subscriber | undefined;
+  /** true once subscribed; the pending subscription otherwise. */
+  private readonly channels = new Map<string, true | Promise<void>>();
 
   constructor(
     private readonly openSubscriber: () => Redis | Cluster,
-    readonly channel: string,
+    private readonly sharded: boolean,
     private readonly deliver: (token: string, fence: number) => void,
   ) {}
 
-  /** True when the subscription is already live; else a promise that settles once it is (or failed). */
-  ready(): true | Promise<void> {
-    if (this.live) return true;
-    this.subscribing ??= this.subscribe();
-    return this.subscribing;
+  /** True when `channel` is already live; else a promise that settles once it is (or failed). */
+  ready(channel: string): true | Promise<void> {
+    const state = this.channels.get(channel);
+    if (state !== undefined) return state;
+    const subscribing = this.subscribe(channel);
+    this.channels.set(channel, subscribing);
+    return subscribing;
   }
 
   /** Stops for good; returns the subscriber connection, if one was opened, for the caller to close. */
@@ -29,22 +38,26 @@ export class GrantChannel {
     return this.subscriber;
   }
 
-  private async subscribe(): Promise<void> {
-    let subscriber = this.subscriber;
-    if (subscriber === undefined) {
-      subscriber = this.openSubscriber();
-      this.subscriber = subscriber;
-      subscriber.on('message', (channel: string, message: string) => {
-        if (channel === this.channel) this.onMessage(message);
-      });
-    }
+  private async subscribe(channel: string): Promise<void> {
+    const subscriber = this.connection();
     try {
-      await subscriber.subscribe(this.channel);
-      this.live = true;
+      await (this.sharded ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel));
+      this.channels.set(channel, true);
     } catch {
       // The waiters' re-checks still find their grants; the next waiter tries to subscribe again.
-      this.subscribing = undefined;
+      this.channels.delete(channel);
     }
+  }
+
+  private connection(): Subscriber {
+    if (this.subscriber === undefined) {
+      const subscriber = this.openSubscriber() as Subscriber;
+      subscriber.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) => {
+        if (this.channels.has(channel)) this.onMessage(message);
+      });
+      this.subscriber = subscriber;
+    }
+    return this.subscriber;
   }
 
   /** "<token> <fence>", as the fair scripts' grantTo publishes it. */

@@ -33,20 +33,28 @@ export function slotOf(key: string): number {
   return crc16(hashedPart(key)) % slotCount;
 }
 
-const tagForSlot = new Map<number, string>();
+let tagForSlot: string[] | undefined;
 
 /**
- * A tag `{t}` whose slot equals `slot`. Only needed for keys whose hashed part cannot be wrapped in
- * braces (it contains `}`); found by a short search over base-36 numbers and cached per slot.
+ * A tag `{t}` whose slot equals `slot`: for keys whose hashed part cannot be wrapped in braces (it
+ * contains `}`) and for fair mode's per-slot grant channels on Cluster. The first call sweeps base-36
+ * numbers once until every slot has one (about 150k CRC16s of 3 to 4 bytes, tens of ms).
  */
-function tagOfSlot(slot: number): string {
-  let tag = tagForSlot.get(slot);
-  for (let candidate = 0; tag === undefined; candidate += 1) {
-    const text = candidate.toString(36);
-    if (crc16(text) % slotCount === slot) tag = text;
+export function tagOfSlot(slot: number): string {
+  if (tagForSlot === undefined) {
+    const table = new Array<string | undefined>(slotCount);
+    let missing = slotCount;
+    for (let candidate = 0; missing > 0; candidate += 1) {
+      const text = candidate.toString(36);
+      const owner = crc16(text) % slotCount;
+      if (table[owner] === undefined) {
+        table[owner] = text;
+        missing -= 1;
+      }
+    }
+    tagForSlot = table as string[];
   }
-  tagForSlot.set(slot, tag);
-  return tag;
+  return tagForSlot[slot]!;
 }
 
 /** A key next to `key` (same cluster slot) for `purpose`, e.g. the fencing counter. */

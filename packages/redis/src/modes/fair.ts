@@ -2,7 +2,7 @@ import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbo
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { GrantChannel } from '../grant-channel.js';
-import { fenceKey, siblingKey } from '../keys.js';
+import { fenceKey, siblingKey, slotOf, tagOfSlot } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { pair, queueScript, runScript, type ScriptName } from '../scripts.js';
 import { baseCapabilities, type LockMode } from './mode.js';
@@ -24,6 +24,8 @@ export interface FairSettings {
   readonly waiterLeaseMs: number;
   /** Opens the subscriber socket of the grant channel (first contended acquire only). */
   readonly openSubscriber: () => Redis | Cluster;
+  /** Redis Cluster: grants go out by SPUBLISH on per-slot shard channels (Redis 7 or later). */
+  readonly cluster: boolean;
 }
 
 /** A grant plus what the mode needs to extend it: fields core treats as opaque. */
@@ -77,8 +79,7 @@ export class FairMode implements LockMode {
 
   private readonly clientId = randomBytes(12).toString('hex');
   private sequence = 0;
-  private readonly channelPrefix = 'deadbolt:grant:';
-  private readonly publish = 'PUBLISH';
+  private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly grants: GrantChannel;
   private readonly waiters = new Map<string, Waiter>();
   /** Grants that arrived by message with the short claim; extended to their ttl at the next tick. */
@@ -94,7 +95,8 @@ export class FairMode implements LockMode {
     private readonly settings: FairSettings,
   ) {
     this.heartbeatMs = Math.max(1, Math.floor(settings.waiterLeaseMs / 3));
-    this.grants = new GrantChannel(settings.openSubscriber, this.channelPrefix + this.clientId, (token, fence) => this.onGrantMessage(token, fence));
+    this.publish = settings.cluster ? 'SPUBLISH' : 'PUBLISH';
+    this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -137,7 +139,7 @@ export class FairMode implements LockMode {
 
   async release(grant: Grant): Promise<boolean> {
     if (this.unextended.size > 0) this.unextended.delete(grant as FairGrant);
-    return Number(await runScript(this.connection, 'fair-release', fairKeys(grant.key), [grant.token, this.channelPrefix, this.publish])) === 1;
+    return Number(await runScript(this.connection, 'fair-release', fairKeys(grant.key), [grant.token, this.channelPrefix(grant.key), this.publish])) === 1;
   }
 
   async close(): Promise<void> {
@@ -164,6 +166,14 @@ export class FairMode implements LockMode {
 
   // ---- the pieces ------------------------------------------------------------------------------
 
+  /**
+   * What a script prepends to the waiter's client id to name its grant channel. On Cluster the
+   * channel must live in the key's slot (SPUBLISH from a script): one shard channel per slot.
+   */
+  private channelPrefix(key: string): string {
+    return this.settings.cluster ? `{${tagOfSlot(slotOf(key))}}:deadbolt:grant:` : 'deadbolt:grant:';
+  }
+
   /** "<clientId>.<ttl>.<n>": unique per backend (random client id), and the scripts read the rest. */
   private newToken(ttlMs: number): string {
     this.sequence += 1;
@@ -171,7 +181,7 @@ export class FairMode implements LockMode {
   }
 
   private async attempt(request: AcquireRequest, token: string, join: '0' | '1'): Promise<[number, number]> {
-    return pair(await runScript(this.connection, 'fair-acquire', fairKeys(request.key), [token, request.ttlMs, this.settings.waiterLeaseMs, join, this.channelPrefix, this.publish]));
+    return pair(await runScript(this.connection, 'fair-acquire', fairKeys(request.key), [token, request.ttlMs, this.settings.waiterLeaseMs, join, this.channelPrefix(request.key), this.publish]));
   }
 
   private grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): FairGrant {
@@ -257,7 +267,7 @@ export class FairMode implements LockMode {
       signal.addEventListener('abort', onAbort, { once: true });
       this.startTicking();
       waiter.stillWaiting(pttl, sentAt);
-      const ready = this.grants.ready();
+      const ready = this.grants.ready(this.channelPrefix(request.key) + this.clientId);
       // Queued before our subscription was live: a grant may already have been sent unheard.
       if (ready !== true) void ready.then(recheckNow);
     });
@@ -267,7 +277,7 @@ export class FairMode implements LockMode {
   private giveUp(waiter: Waiter): Promise<void> {
     waiter.done = true;
     this.waiters.delete(waiter.token);
-    const left = runScript(this.connection, 'fair-leave', waiter.keys, [waiter.token, this.channelPrefix, this.publish]).then(() => undefined);
+    const left = runScript(this.connection, 'fair-leave', waiter.keys, [waiter.token, this.channelPrefix(waiter.request.key), this.publish]).then(() => undefined);
     this.leaving.add(left);
     const forget = (): void => {
       this.leaving.delete(left);
@@ -344,7 +354,7 @@ export class FairMode implements LockMode {
       ...waiters.map((waiter) => ({
         name: 'fair-acquire' as const,
         keys: waiter.keys,
-        args: [waiter.token, waiter.request.ttlMs, this.settings.waiterLeaseMs, '1', this.channelPrefix, this.publish],
+        args: [waiter.token, waiter.request.ttlMs, this.settings.waiterLeaseMs, '1', this.channelPrefix(waiter.request.key), this.publish],
       })),
       ...grants.map((grant) => ({ name: 'compare-pexpire' as const, keys: [grant.key], args: [grant.token, grant.ttlMs] })),
     ];
