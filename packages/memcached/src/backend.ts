@@ -4,7 +4,8 @@ import memjs from 'memjs';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
 import type { ResolvedMemcachedOptions } from './options.js';
-import { add, deleteIfCas, getWithCas, setIfCas } from './protocol.js';
+import { KeyPoller } from './poller.js';
+import { addReturningCas, deleteIfCas, getWithCas, getWithFlags, setIfCasReturning, type Cas } from './protocol.js';
 
 /**
  * What memcached can promise:
@@ -13,7 +14,8 @@ import { add, deleteIfCas, getWithCas, setIfCas } from './protocol.js';
  * - No fencing: memcached has no durable per-key counter. An INCR counter lives in the same cache
  *   and can be evicted or lost on restart, after which it would start again at 0 and tokens would
  *   go backwards: worse than no fencing at all.
- * - No notifications: core polls with capped exponential backoff and jitter.
+ * - No notifications: waiters poll, one poller per key per client, FIFO among local waiters, with a
+ *   backoff that adapts to the holder's remaining lease (poller.ts).
  * - Expiry is in whole seconds on the server's clock: minTtlMs 1000, leases rounded up.
  * - Keys: any key core accepts works (spaces, unicode, long keys), see keys.ts; 4096 bytes is the
  *   same bound as the memory backend, well past memcached's own 250 (long keys are hashed).
@@ -39,6 +41,17 @@ export class MemcachedBackend implements LockBackend {
   readonly #ownsClient: boolean;
   /** Aborted by close(): operations still waiting on a frozen server give up at once. */
   readonly #closed = new AbortController();
+  /**
+   * The CAS of each grant's item as last stored by us (ADD, renewing SET). Release and renew send it
+   * with the request, so compare-and-delete / compare-and-extend take one round trip; a mismatch (an
+   * answer we have not seen yet, a restart) falls back to GET + compare the token + CAS-guarded write.
+   */
+  readonly #cas = new Map<string, Cas>();
+  readonly #poller = new KeyPoller({
+    attempt: (request) => this.#attempt(request),
+    holderRemainingMs: (key) => this.#holderRemainingMs(key),
+    release: (grant) => this.release(grant),
+  });
 
   constructor(options: ResolvedMemcachedOptions) {
     this.#options = options;
@@ -72,44 +85,105 @@ export class MemcachedBackend implements LockBackend {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    // Local waiters queue for this key: a new attempt goes behind them (FIFO), not around them.
+    if (this.#poller.busy(request.key)) return { acquired: false };
+    return this.#attempt(request);
+  }
+
+  /** Native waiting: the key's one poller (poller.ts). */
+  acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    return this.#poller.wait(request, deadline, signal);
+  }
+
+  async #attempt(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomBytes(16).toString('base64url');
     const key = encodeKey(request.key);
     const grant: Grant = { key: request.key, owner: request.owner, token };
-    // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token,
-    // so it cannot leave a lease nobody holds for the whole ttl (issue 14).
-    const stored = await this.#run('acquire', request.key, () => add(this.#connection(), key, token, expirySeconds(request.ttlMs)), (late) => {
-      if (late !== false) return this.release(grant);
-    });
-    if (!stored) return { acquired: false };
+    // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token
+    // (release without a known CAS compares the token), so it cannot leave a lease nobody holds (issue 14).
+    const cas = await this.#run(
+      'acquire',
+      request.key,
+      () => addReturningCas(this.#connection(), key, token, expirySeconds(request.ttlMs), leaseEndFlags(request.ttlMs)),
+      () => this.release(grant),
+    );
+    if (cas === undefined) return { acquired: false };
+    this.#cas.set(token, cas);
     return { acquired: true, grant };
   }
 
-  /** GET the value with its CAS; if it is our token, SET it again with the new expiry, guarded by that CAS. */
+  /** SET guarded by the grant's CAS with the new expiry: compare-and-extend in one round trip. */
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     const key = encodeKey(grant.key);
     return this.#run('renew', grant.key, async () => {
       const client = this.#connection();
-      const current = await getWithCas(client, key);
-      if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
-      return setIfCas(client, key, grant.token, expirySeconds(ttlMs), current.cas);
+      const flags = leaseEndFlags(ttlMs);
+      const known = this.#cas.get(grant.token);
+      let cas = known === undefined ? undefined : await setIfCasReturning(client, key, grant.token, expirySeconds(ttlMs), known, flags);
+      if (cas === undefined) {
+        const current = await getWithCas(client, key);
+        if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
+        cas = await setIfCasReturning(client, key, grant.token, expirySeconds(ttlMs), current.cas, flags);
+      }
+      if (cas === undefined) return false;
+      if (this.#cas.has(grant.token)) this.#cas.set(grant.token, cas);
+      return true;
     });
   }
 
-  /** GET the value with its CAS; if it is our token, DELETE guarded by that CAS (a new owner's ADD changes the CAS). */
+  /**
+   * Every renewal of a tick at once: memjs writes each request to the key's server socket without
+   * waiting for earlier answers (responses match by opaque), and corking the sockets for the batch
+   * turns them into one write per server: one round trip per server per tick, not one per lock.
+   */
+  async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
+    const sockets = this.#sockets();
+    for (const socket of sockets) socket.cork();
+    let renewals: Promise<boolean | Error>[];
+    try {
+      renewals = grants.map((grant, index) => this.renew(grant, ttlMs[index]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
+    } finally {
+      for (const socket of sockets) socket.uncork();
+    }
+    const results = await Promise.all(renewals);
+    const failed = results.find((result): result is Error => result instanceof Error);
+    if (failed !== undefined && results.every((result) => result instanceof Error)) throw failed;
+    return results.map((result) => result === true);
+  }
+
+  /** DELETE guarded by the grant's CAS (a new owner's ADD has another CAS): compare-and-delete in one round trip. */
   async release(grant: Grant): Promise<boolean> {
     const key = encodeKey(grant.key);
+    const known = this.#cas.get(grant.token);
+    this.#cas.delete(grant.token);
     return this.#run('release', grant.key, async () => {
       const client = this.#connection();
+      if (known !== undefined && (await deleteIfCas(client, key, known))) return true;
       const current = await getWithCas(client, key);
       if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
       return deleteIfCas(client, key, current.cas);
     });
   }
 
+  async #holderRemainingMs(userKey: string): Promise<number | undefined> {
+    const current = await this.#run('wait', userKey, () => getWithFlags(this.#connection(), encodeKey(userKey)));
+    if (current === undefined || current.flags === 0) return undefined;
+    // Wrapping difference of two 32-bit millisecond clocks (the flags hold the end mod 2^32).
+    const remaining = ((current.flags - (Date.now() % 2 ** 32)) | 0);
+    return Math.max(0, remaining);
+  }
+
+  /** The open server sockets (memjs internals), to cork a batch. */
+  #sockets(): { cork(): void; uncork(): void }[] {
+    const servers = (this.#connection() as unknown as { servers?: { _socket?: { cork(): void; uncork(): void } }[] }).servers ?? [];
+    return servers.flatMap((server) => (server._socket === undefined ? [] : [server._socket]));
+  }
+
   async close(): Promise<void> {
     this.#closed.abort(new Error('the backend is closed'));
     const client = this.#client;
     this.#client = undefined;
+    this.#cas.clear();
     if (client !== undefined && this.#ownsClient) closeHard(client);
   }
 
@@ -127,3 +201,12 @@ function closeHard(client: memjs.Client): void {
 }
 
 inspectSafely(MemcachedBackend, (backend) => ({ name: backend.name }));
+
+/**
+ * The lease's end on this client's clock, in ms modulo 2^32, stored in the item's 32-bit flags so a
+ * waiter in another client can read how long the holder may keep it (as a hint only: clocks differ,
+ * and the server's expiry, not this, decides). Never 0, which means "unknown".
+ */
+function leaseEndFlags(ttlMs: number): number {
+  return (Date.now() + ttlMs) % 2 ** 32 || 1;
+}

@@ -17,13 +17,21 @@ export interface RawResponse {
   readonly status: number;
   readonly value: Buffer;
   readonly cas: Cas;
+  /** A GET's extras: the item's 4-byte flags. */
+  readonly extras: Buffer;
 }
 
 /** The memjs internals we rely on (stable since memjs 1.0; not in @types/memjs). */
 interface PerformingClient {
   seq: number;
   incrSeq(): void;
-  perform(key: string, request: Buffer, seq: number, callback: (error: Error | null, response: { header: { status: number; cas: Buffer }; val: Buffer } | null) => void, retries?: number): void;
+  perform(
+    key: string,
+    request: Buffer,
+    seq: number,
+    callback: (error: Error | null, response: { header: { status: number; cas: Buffer }; val: Buffer; extras?: Buffer } | null) => void,
+    retries?: number,
+  ): void;
 }
 
 interface MemjsUtils {
@@ -42,14 +50,15 @@ export function request(client: unknown, opcode: number, key: string, extras: Bu
   return new Promise((resolve, reject) => {
     performer.perform(key, buffer, seq, (error, response) => {
       if (error !== null || response === null) reject(error ?? new Error('memcached: no response'));
-      else resolve({ status: response.header.status, value: response.val, cas: Buffer.from(response.header.cas) });
+      else resolve({ status: response.header.status, value: response.val, cas: Buffer.from(response.header.cas), extras: response.extras ?? Buffer.alloc(0) });
     });
   });
 }
 
-/** Flags (4 bytes, 0) + expiration (4 bytes), the extras of SET and ADD. */
-export function storeExtras(expirySeconds: number): Buffer {
+/** Flags (4 bytes) + expiration (4 bytes), the extras of SET and ADD. */
+export function storeExtras(expirySeconds: number, flags = 0): Buffer {
   const extras = Buffer.alloc(8);
+  extras.writeUInt32BE(flags >>> 0, 0);
   extras.writeUInt32BE(expirySeconds, 4);
   return extras;
 }
@@ -68,6 +77,30 @@ export async function add(client: unknown, key: string, value: string, expirySec
   if (response.status === Status.exists) return false;
   expectOk('ADD', response.status);
   return true;
+}
+
+/** GET with the CAS id and the item's flags. Undefined when the key is absent. */
+export async function getWithFlags(client: unknown, key: string): Promise<{ value: Buffer; cas: Cas; flags: number } | undefined> {
+  const response = await request(client, Opcode.get, key, Buffer.alloc(0), '');
+  if (response.status === Status.notFound) return undefined;
+  expectOk('GET', response.status);
+  return { value: response.value, cas: response.cas, flags: response.extras.length >= 4 ? response.extras.readUInt32BE(0) : 0 };
+}
+
+/** ADD with flags, answering the stored item's CAS (what a later CAS-guarded DELETE or SET compares). Undefined: the key exists. */
+export async function addReturningCas(client: unknown, key: string, value: string, expirySeconds: number, flags: number): Promise<Cas | undefined> {
+  const response = await request(client, Opcode.add, key, storeExtras(expirySeconds, flags), value);
+  if (response.status === Status.exists) return undefined;
+  expectOk('ADD', response.status);
+  return response.cas;
+}
+
+/** SET guarded by `cas`, answering the new CAS. Undefined: the item changed or vanished. */
+export async function setIfCasReturning(client: unknown, key: string, value: string, expirySeconds: number, cas: Cas, flags: number): Promise<Cas | undefined> {
+  const response = await request(client, Opcode.set, key, storeExtras(expirySeconds, flags), value, cas);
+  if (response.status === Status.exists || response.status === Status.notFound) return undefined;
+  expectOk('SET', response.status);
+  return response.cas;
 }
 
 /** DELETE only if the item's CAS is still `cas`. False when it changed or vanished. */
