@@ -47,6 +47,7 @@ export class MemcachedBackend implements LockBackend {
    * answer we have not seen yet, a restart) falls back to GET + compare the token + CAS-guarded write.
    */
   readonly #cas = new Map<string, Cas>();
+  #corked = false;
   readonly #poller = new KeyPoller({
     attempt: (request) => this.#attempt(request),
     holderRemainingMs: (key) => this.#holderRemainingMs(key),
@@ -132,19 +133,11 @@ export class MemcachedBackend implements LockBackend {
   }
 
   /**
-   * Every renewal of a tick at once: memjs writes each request to the key's server socket without
-   * waiting for earlier answers (responses match by opaque), and corking the sockets for the batch
-   * turns them into one write per server: one round trip per server per tick, not one per lock.
+   * Every renewal of a tick at once: pipelined on each server's socket and corked into one write
+   * (see #corkThisTick): one round trip per server per tick, not one per lock.
    */
   async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
-    const sockets = this.#sockets();
-    for (const socket of sockets) socket.cork();
-    let renewals: Promise<boolean | Error>[];
-    try {
-      renewals = grants.map((grant, index) => this.renew(grant, ttlMs[index]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
-    } finally {
-      for (const socket of sockets) socket.uncork();
-    }
+    const renewals = grants.map((grant, index) => this.renew(grant, ttlMs[index]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
     const results = await Promise.all(renewals);
     const failed = results.find((result): result is Error => result instanceof Error);
     if (failed !== undefined && results.every((result) => result instanceof Error)) throw failed;
@@ -173,10 +166,23 @@ export class MemcachedBackend implements LockBackend {
     return Math.max(0, remaining);
   }
 
-  /** The open server sockets (memjs internals), to cork a batch. */
-  #sockets(): { cork(): void; uncork(): void }[] {
-    const servers = (this.#connection() as unknown as { servers?: { _socket?: { cork(): void; uncork(): void } }[] }).servers ?? [];
-    return servers.flatMap((server) => (server._socket === undefined ? [] : [server._socket]));
+  /**
+   * Corks the open server sockets until the end of this tick, so every request issued in the same
+   * synchronous run (a renewal tick, 10 000 releases, a burst of attempts) leaves in one write per
+   * server instead of one system call each. memjs writes each request at once and matches answers
+   * by opaque, so they are pipelined on one socket. (memjs internals: `servers[]._socket`.)
+   */
+  #corkThisTick(): void {
+    if (this.#corked) return;
+    const servers = (this.#client as unknown as { servers?: { _socket?: { cork(): void; uncork(): void; writable?: boolean } }[] } | undefined)?.servers ?? [];
+    const sockets = servers.flatMap((server) => (server._socket === undefined ? [] : [server._socket]));
+    if (sockets.length === 0) return;
+    this.#corked = true;
+    for (const socket of sockets) socket.cork();
+    process.nextTick(() => {
+      this.#corked = false;
+      for (const socket of sockets) socket.uncork();
+    });
   }
 
   async close(): Promise<void> {
@@ -188,6 +194,7 @@ export class MemcachedBackend implements LockBackend {
   }
 
   #run<T>(action: string, key: string, operation: () => Promise<T>, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
+    this.#corkThisTick();
     return guardCall(operation, { action, key, backend: this.name, timeoutMs: this.#options.timeoutMs, signal: this.#closed.signal, undo });
   }
 }

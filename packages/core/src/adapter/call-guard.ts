@@ -46,7 +46,7 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
       if (settled) return false;
       settled = true;
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      if (signal !== undefined) onAbortOf(signal).delete(onAbort);
       return true;
     };
     const giveUp = (reason: unknown): void => {
@@ -55,7 +55,7 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     const onAbort = (): void => giveUp(typed(signal?.reason, call));
     // An infinite deadline: the operation bounds itself (a client library's own command timeout).
     const timer = Number.isFinite(call.timeoutMs) ? setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs) : undefined;
-    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal !== undefined) onAbortOf(signal).add(onAbort);
     pending.then(
       (value) => {
         if (finish()) resolve(value);
@@ -68,6 +68,26 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
       },
     );
   });
+}
+
+/**
+ * One 'abort' listener per signal, fanning out to a Set: EventTarget.addEventListener scans the
+ * signal's listeners for a duplicate, so 10 000 calls in flight on one backend's signal (a burst of
+ * releases) would cost O(n^2) with a listener each (measured: 10 000 memcached releases > 2 s).
+ */
+const abortHandlers = new WeakMap<AbortSignal, Set<() => void>>();
+
+function onAbortOf(signal: AbortSignal): Set<() => void> {
+  let handlers = abortHandlers.get(signal);
+  if (handlers === undefined) {
+    const created = new Set<() => void>();
+    handlers = created;
+    abortHandlers.set(signal, created);
+    signal.addEventListener('abort', () => {
+      for (const handler of [...created]) handler();
+    }, { once: true });
+  }
+  return handlers;
 }
 
 function runUndo<T>(undo: ((late: T | undefined) => Promise<unknown> | void) | undefined, late: T | undefined): void {
