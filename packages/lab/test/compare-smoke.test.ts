@@ -43,6 +43,8 @@ const plan: [string, string][] = [
   ['redis-failover', 'redis/fair'],
   ['redlock-restart', 'redis/redlock'],
   ['election-pause', 'zookeeper/election'],
+  ['rwlock-pause', 'zookeeper/read-write'],
+  ['semaphore-pause', 'zookeeper/semaphore'],
 ];
 
 async function smoke(scenario: string, rows: string): Promise<Summary> {
@@ -66,7 +68,7 @@ describe.skipIf(missing.length > 0)(`compare: every scenario once on server proc
     it(`${scenario} (${rows}) completes without a harness error`, async () => {
       const summary = await smoke(scenario, rows);
       const [first] = summary.rows;
-      if (scenario === 'client-pause' || scenario === 'election-pause') {
+      if (scenario === 'client-pause' || scenario === 'election-pause' || scenario === 'rwlock-pause') {
         expect(first!.overlaps).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedPlain).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedFenced).toBe(0);

@@ -18,6 +18,8 @@ export interface RunSpec {
   readonly holdMs: number;
   /** Per-client options override (e.g. a skewed clock or a proxied URL), by index. */
   readonly perClient?: (index: number) => Partial<WorkerConfig>;
+  /** For a semaphore: how many holders may be inside at once (the checker's bound). */
+  readonly permits?: number;
   /** The other clients start once c0 has first entered a critical section, so a nemesis aimed at c0's hold finds one. */
   readonly othersStartAfterFirstHold?: boolean;
 }
@@ -92,7 +94,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
   if (nemesisError) throw nemesisError;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  return { intervals, faults, plainWrites: plain.writes, fencedWrites: fenced.writes, startedAt, endedAt: Math.max(until, now()) };
+  return { ...(spec.permits !== undefined ? { permits: spec.permits } : {}), intervals, faults, plainWrites: plain.writes, fencedWrites: fenced.writes, startedAt, endedAt: Math.max(until, now()) };
 }
 
 function startChild(cfg: WorkerConfig, plain: PlainRegister, fenced: FencedRegister, intervals: Interval[], onAcquired: () => void): { child: ChildProcess; finished: Promise<void> } {

@@ -7,11 +7,13 @@ import { partition } from './scenarios/partition.js';
 import { postgresRestart } from './scenarios/postgres-restart.js';
 import { redisFailover } from './scenarios/redis-failover.js';
 import { redlockRestart } from './scenarios/redlock-restart.js';
+import { rwlockPause } from './scenarios/rwlock-pause.js';
+import { semaphorePause } from './scenarios/semaphore-pause.js';
 import { zookeeperLeaderLoss } from './scenarios/zookeeper-leader-loss.js';
 
 export { requireAdapter, SkipError, type ConsistencyClass, type RunOptions, type Scenario, type ScenarioResult } from './scenario-kit.js';
 
-export const scenarios: readonly Scenario[] = [clientPause, zookeeperLeaderLoss, getsetClockSkew, postgresRestart, partition, redisFailover, redlockRestart, electionPause];
+export const scenarios: readonly Scenario[] = [clientPause, zookeeperLeaderLoss, getsetClockSkew, postgresRestart, partition, redisFailover, redlockRestart, electionPause, rwlockPause, semaphorePause];
 
 /**
  * `--quick`: the same faults on one backend of each class, so the page shows the real contrast

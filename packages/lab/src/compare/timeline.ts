@@ -22,7 +22,9 @@ export function story(r: ScenarioResult): string[] {
   const clients = new Set(h.intervals.map((i) => i.client)).size;
   lines.push(`${clients} clients took the lock ${c.acquisitions} times in ${seconds(h.endedAt - h.startedAt)}.`);
   const first = c.overlapPairs[0];
-  if (first) {
+  if (first && (h.permits ?? 1) > 1) {
+    lines.push(`<b>More holders than permits:</b> ${esc(first.b.client)} took a permit at ${at(r, first.b.start)} while ${h.permits} others were inside (${esc(first.a.client)} among them, until ${at(r, first.a.end)}). ${c.overlaps === 1 ? 'That was the only excess hold.' : `${c.overlaps} excess holds in all.`} A semaphore allows ${h.permits} holders at once.`);
+  } else if (first) {
     const [older, newer] = first.a.start <= first.b.start ? [first.a, first.b] : [first.b, first.a];
     lines.push(`<b>Two holders at once:</b> ${esc(newer.client)} took the lock at ${at(r, newer.start)} while ${esc(older.client)} still believed it held it (from ${at(r, older.start)} until ${at(r, older.end)}), for ${seconds(first.end - first.start)}. ${c.overlaps === 1 ? 'That was the only overlap.' : `${c.overlaps} overlapping pairs in all.`}`);
   } else {
@@ -36,7 +38,8 @@ export function story(r: ScenarioResult): string[] {
   const stalePlain = h.plainWrites.filter((w) => w.stale && w.accepted);
   const staleFenced = h.fencedWrites.filter((w) => w.stale);
   const fenced = h.intervals.some((i) => i.fence !== undefined);
-  if (!fenced) lines.push('This backend gives no fencing tokens, so no register can tell a stale write from a fresh one.');
+  if (h.plainWrites.length === 0 && h.fencedWrites.length === 0) lines.push('The holders in this run only read: the registers were not written.');
+  else if (!fenced) lines.push('This backend gives no fencing tokens, so no register can tell a stale write from a fresh one.');
   else if (stalePlain.length === 0 && staleFenced.length === 0) lines.push('No stale write happened: every write came from the newest holder.');
   else {
     const w = staleFenced[0] ?? stalePlain[0]!;
@@ -101,7 +104,11 @@ export function timelineSvg(r: ScenarioResult): string {
     const labelX = Math.min(x0, width - right - 7 * (f.label.length + 7));
     parts.push(`<text x="${Math.max(left, labelX)}" y="${top - 14}" font-size="12" font-weight="600">fault: ${esc(f.label)}</text>`);
   }
-  clients.forEach((c, n) => parts.push(`<text x="${left - 10}" y="${top + n * lane + 13}" font-size="12" text-anchor="end">client ${esc(c)}</text>`));
+  const role = (c: string): string => {
+    const mode = h.intervals.find((i) => i.client === c)?.mode;
+    return mode ? ` (${mode === 'read' ? 'reader' : 'writer'})` : '';
+  };
+  clients.forEach((c, n) => parts.push(`<text x="${left - 10}" y="${top + n * lane + 13}" font-size="12" text-anchor="end">client ${esc(c)}${role(c)}</text>`));
   for (const i of h.intervals) parts.push(holdBar(i, top + clients.indexOf(i.client) * lane, l, r));
   // Overlaps are outlined, not painted over: the bars' own colours (a loss notice) stay visible.
   for (const o of r.check.overlapPairs) {
@@ -164,7 +171,7 @@ export function timelineHtml(r: ScenarioResult, scenarioDescription = ''): strin
   const body = `<p><a href="index.html">&larr; all runs</a></p>
 <h1>${esc(r.scenario)}: ${esc(r.backend)} / ${esc(r.mode)} <span class="badge">${r.class}</span></h1>
 ${scenarioDescription ? `<p>${esc(scenarioDescription)}</p>` : ''}
-<p>Predicted for this backend: ${esc(r.expectation)}.<br>Result: <b>${esc(outcomeText[outcome])}</b>; ${r.matched ? '<span class="verdict-yes">&#10003; as predicted</span>' : '<span class="verdict-no">&#10007; not as predicted</span>'}.</p>
+<p>Predicted for this backend: ${esc(r.expectation)}.<br>Result: <b>${esc((r.history.permits ?? 1) > 1 && outcome === 'overlapped' ? 'overlapped: more holders than permits at the same time' : outcomeText[outcome])}</b>; ${r.matched ? '<span class="verdict-yes">&#10003; as predicted</span>' : '<span class="verdict-no">&#10007; not as predicted</span>'}.</p>
 <h2>What happened</h2>
 <ul class="story">${story(r).map((s) => `<li>${s}</li>`).join('')}</ul>
 <h2>Timeline</h2>

@@ -52,6 +52,16 @@ export function clientFor(cfg: WorkerConfig): LockClient {
   return createLockClient({ url: cfg.url, options, defaults: { autoRenew: true } });
 }
 
+/**
+ * Whether a hold writes the registers: not a reader (it only reads), and not a semaphore permit
+ * (several holders are legitimately inside at once, so "the highest fence wins" would refuse
+ * honest writes; a semaphore guards a capacity, and its check is the count of holders).
+ */
+function writes(cfg: WorkerConfig): boolean {
+  const kind = cfg.primitive?.kind ?? 'lock';
+  return kind !== 'read' && kind !== 'semaphore';
+}
+
 /** One hold of whatever this client takes (a lock, a read or write side, a semaphore permit). */
 function acquireOne(client: LockClient, cfg: WorkerConfig, options: AcquireOptions): Promise<Lock> {
   const p = cfg.primitive ?? { kind: 'lock' };
@@ -100,7 +110,7 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
           // Past the check, before the write: the window a pause turns into a stale write.
           port.acquired?.(cfg.name);
           await sleep(cfg.holdMs);
-          await port.write(cfg.name, lock.fence, seen.plain + 1, seen.fenced + 1);
+          if (writes(cfg)) await port.write(cfg.name, lock.fence, seen.plain + 1, seen.fenced + 1);
         }
       } finally {
         // The critical section ends when the client stops acting under the lock, i.e. when it asks

@@ -40,7 +40,7 @@ async function runTarget(t: Target, quick: boolean): Promise<ScenarioResult> {
       };
       const history = await runWorkload(spec, (ctx) => partitionFirstHold(ctx, proxy, t.ttlMs));
       return row(t.backend, t.mode, 'partition', history,
-        '0 overlaps: the cut-off holder is told it lost the lock before its lease can have expired on the server (at least 1 lost notice)',
+        '0 overlaps: the cut-off holder is told it lost the lock before its lease can have expired on the server (at least 1 loss notice)',
         (c) => c.overlaps === 0 && c.lostNotices > 0);
     } finally { await proxy.close(); }
   } finally { await server.stop(); }
