@@ -3,6 +3,7 @@ import { guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type
 import memjs from 'memjs';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
+import { pollSlots, storedKeyOf, takeSlot, type SlotGrant } from './semaphore-slots.js';
 import type { ResolvedMemcachedOptions } from './options.js';
 import { KeyPoller } from './poller.js';
 import { addReturningCas, deleteIfCas, getWithCas, getWithFlags, setIfCasReturning, type Cas } from './protocol.js';
@@ -29,6 +30,9 @@ export const memcachedCapabilities: Capabilities = Object.freeze({
   clock: 'server',
   minTtlMs: 1000,
   maxKeyBytes: 4096,
+  // N slot keys (semaphore-slots.ts): AP and unfair. No read-write lock: readers would need
+  // per-holder leases in one CAS-updated value with client-clock expiries (research notes, §2.3).
+  semaphore: true,
 });
 
 export class MemcachedBackend implements LockBackend {
@@ -86,6 +90,7 @@ export class MemcachedBackend implements LockBackend {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    if (request.kind?.type === 'permit') return takeSlot(request, request.kind.permits, (slot) => this.#attempt(request, slot));
     // Local waiters queue for this key: a new attempt goes behind them (FIFO), not around them.
     if (this.#poller.busy(request.key)) return { acquired: false };
     return this.#attempt(request);
@@ -93,13 +98,16 @@ export class MemcachedBackend implements LockBackend {
 
   /** Native waiting: the key's one poller (poller.ts). */
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    if (request.kind?.type === 'permit') return pollSlots(request, request.kind.permits, (slot) => this.#attempt(request, slot), deadline, signal);
     return this.#poller.wait(request, deadline, signal);
   }
 
-  async #attempt(request: AcquireRequest): Promise<AttemptResult> {
+  /** One ADD of `storedKey`: the lock's own key, or one of a semaphore's slot keys. */
+  async #attempt(request: AcquireRequest, storedKey: string = request.key): Promise<AttemptResult> {
     const token = randomBytes(16).toString('base64url');
-    const key = encodeKey(request.key);
-    const grant: Grant = { key: request.key, owner: request.owner, token };
+    const key = encodeKey(storedKey);
+    const slot: SlotGrant | undefined = storedKey === request.key ? undefined : { key: request.key, owner: request.owner, token, slotKey: storedKey };
+    const grant: Grant = slot ?? { key: request.key, owner: request.owner, token };
     // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token
     // (release without a known CAS compares the token), so it cannot leave a lease nobody holds (issue 14).
     const cas = await this.#run(
@@ -115,7 +123,7 @@ export class MemcachedBackend implements LockBackend {
 
   /** SET guarded by the grant's CAS with the new expiry: compare-and-extend in one round trip. */
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
-    const key = encodeKey(grant.key);
+    const key = encodeKey(storedKeyOf(grant));
     return this.#run('renew', grant.key, async () => {
       const client = this.#connection();
       const flags = leaseEndFlags(ttlMs);
@@ -146,7 +154,7 @@ export class MemcachedBackend implements LockBackend {
 
   /** DELETE guarded by the grant's CAS (a new owner's ADD has another CAS): compare-and-delete in one round trip. */
   async release(grant: Grant): Promise<boolean> {
-    const key = encodeKey(grant.key);
+    const key = encodeKey(storedKeyOf(grant));
     const known = this.#cas.get(grant.token);
     this.#cas.delete(grant.token);
     return this.#run('release', grant.key, async () => {

@@ -9,6 +9,8 @@ describeLockConformance<ServerHandle>({
   capabilities: memcachedCapabilities,
   servers: () => startMemcached(),
   create: (server, { prefix }) => createLockClient({ url: server!.url, prefix }),
+  // Each chaos operation is a few round trips; crashes expire in whole seconds.
+  chaosOperations: 100,
   faults: {
     restart: (server) => server.restart(),
     pause: (server) => server.pause(),
