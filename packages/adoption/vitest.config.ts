@@ -1,12 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { packageConfig } from '../../vitest.shared.js';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['@deadbolt/conformance/global-setup'],
-    fileParallelism: false,
-    // npm installs from the registry (cached after the first run) and two vitest runs in a child app.
-    testTimeout: 240_000,
-    hookTimeout: 240_000,
-  },
-});
+// npm installs from the registry (cached after the first run) and two vitest runs in a child app.
+export default packageConfig('servers', { test: { testTimeout: 240_000, hookTimeout: 240_000 } });

@@ -1,12 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { packageConfig } from '../../vitest.shared.js';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['./src/servers/global-setup.ts'],
-    // Real servers on a shared 2-core machine: one file at a time, generous deadlines.
-    fileParallelism: false,
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-  },
-});
+// Its own global setup from source: the package cannot import its own build by name before it exists.
+export default packageConfig('servers', {}, './src/servers/global-setup.ts');

@@ -1,8 +1,3 @@
-import { defineConfig } from 'vitest/config';
+import { packageConfig } from '../../vitest.shared.js';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
-  },
-});
+export default packageConfig('unit', { test: { testTimeout: 60_000 } });

@@ -1,13 +1,3 @@
-import { defineConfig } from 'vitest/config';
+import { packageConfig } from '../../vitest.shared.js';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    // Decides containers vs processes once, installs missing binaries, reaps leftovers.
-    globalSetup: ['@deadbolt/conformance/global-setup'],
-    // Real servers on a shared 2-core machine: one file at a time, generous deadlines.
-    fileParallelism: false,
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-  },
-});
+export default packageConfig('servers');

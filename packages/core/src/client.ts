@@ -5,7 +5,7 @@ import { inspectSafely } from './adapter/safe-inspect.js';
 import type { AcquireRequest, AttemptResult, Grant, LockBackend, LockKind } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
 import { resolveConfig } from './config.js';
-import { BackendUnavailableError, ClientClosedError, DeadboltError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
+import { BackendUnavailableError, ClientClosedError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
 import { checkKindSupported, kindLeaseId, kindName, planReentry, type KindAcquirer, type ReadWriteLock, type Semaphore, type SemaphoreOptions } from './kinds.js';
 import { Lease } from './lease.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
@@ -63,7 +63,6 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private readonly defaults: LockDefaults;
   private readonly configuredPrefix: string | undefined;
   private readonly backendLoading: Promise<LockBackend>;
-  private loadedBackend: LockBackend | undefined;
   private renewer: Renewer | undefined;
   private readonly leases = new Map<string, Lease>();
   private readonly closing = new AbortController();
@@ -140,6 +139,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         await lock.release();
       } catch (releaseError) {
         // The body's own error matters more; a failed release is reported, not allowed to mask it.
+        // biome-ignore lint/correctness/noUnsafeFinally: deliberate, only when the body succeeded (nothing to mask)
         if (!failed) throw releaseError;
         this.reportError(key, releaseError);
       }
@@ -458,7 +458,6 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   }
 
   private adopt(backend: LockBackend): LockBackend {
-    this.loadedBackend = backend;
     this.backendLabel = backend.name;
     this.renewer = new Renewer(backend, {
       renewed: (lease) => {

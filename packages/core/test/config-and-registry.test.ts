@@ -221,6 +221,7 @@ describe('bad configuration is rejected before any I/O', () => {
   it('memory:// rejects unknown URL parameters and unknown options, and touches no store', () => {
     const { name, store } = freshMemory('cfg-bad-mem');
     expect(() => createLockClient(`memory://${name}?mode=fast`)).toThrow(/mode/);
+    // @ts-expect-error an unknown option is a type error too (options are typed by scheme)
     expect(() => createLockClient({ backend: 'memory', options: { name, size: 3 } })).toThrow(/option "size"/);
     expect(store.operations).toBe(0);
   });

@@ -62,7 +62,7 @@ describe('the error hierarchy', () => {
     const unavailable = cases[3]?.[1] as BackendUnavailableError;
     expect((unavailable.cause as Error).message).toBe('ECONNREFUSED');
     expect(unavailable.message).toContain('ECONNREFUSED');
-    expect((cases[4]?.[1] as InvalidArgumentError).argument).toBe('ttlMs');
+    expect((cases[4]![1] as InvalidArgumentError).argument).toBe('ttlMs');
   });
 
   it('the classes are distinct: one kind is never mistaken for another', () => {

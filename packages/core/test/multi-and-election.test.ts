@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryBackend, memoryStore, type AcquireRequest, type Grant } from '../src/adapter/index.js';
+import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type Grant } from '../src/adapter/index.js';
 import { createLockClient, InvalidArgumentError, LockTimeoutError, UnsupportedOperationError, type LockClient } from '../src/index.js';
 import { freshMemory, uniqueName } from './helpers.js';
 
@@ -31,7 +31,8 @@ class OneByOne extends MemoryBackend {
 
 /** A backend that offers no election (as memcached). */
 class NoElection extends MemoryBackend {
-  override readonly capabilities = { ...super.capabilities, election: false };
+  // A class field is not on the prototype: super.capabilities would be undefined here.
+  override readonly capabilities = { ...memoryCapabilities, election: false };
 }
 
 describe('acquireAll', () => {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLockClient, type AcquireRequest, type Grant, type LockClient } from '../src/index.js';
+import type { AcquireRequest, Grant } from '../src/adapter/index.js';
+import { createLockClient, type LockClient } from '../src/index.js';
 import { SpyBackend, uniqueName } from './helpers.js';
 
 /**

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import '../src/index.js';
 
-// Type-level checks run in CI through tsconfig.test.json (`npm run typecheck:tests`): a wrong
+// Type-level checks run in CI through the root tsconfig.test.json (`npm run typecheck`): a wrong
 // option type must be a compile error, and the runtime check stays as the backstop for JavaScript.
 describe('postgres options are typed by scheme', () => {
   it('a pg.Pool where the pool size goes fails type-checking, and at run time before any I/O', async () => {

@@ -3,7 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import '../src/index.js';
 
-// Type-level checks run in CI through tsconfig.test.json (`npm run typecheck:tests`); the packed
+// Type-level checks run in CI through the root tsconfig.test.json (`npm run typecheck`); the packed
 // install test repeats the client case with ioredis 6.
 describe('redis options are typed by scheme', () => {
   it("the application's own ioredis Redis and Cluster type-check as `client`; wrong types do not", async () => {

@@ -15,7 +15,7 @@ const protectedPrefix = '_c_';
 
 /** Characters ZooKeeper's PathUtils.validatePath rejects, plus '/' and '%' (our escape character). */
 // ZooKeeper checks UTF-16 units: astral characters (emoji) arrive as surrogates, which it refuses.
-const unsafe = /[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff\u{10000}-\u{10ffff}/%]/gu;
+const unsafe = /[\p{Cc}\ud800-\uf8ff\ufff0-\uffff\u{10000}-\u{10ffff}/%]/gu;
 
 /**
  * A key as one path segment. Keys are free text but a znode name cannot contain '/' (it would make

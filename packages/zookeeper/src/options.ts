@@ -68,7 +68,7 @@ export function validateBasePath(path: string, name = 'basePath'): string {
     !path.startsWith('/') ? 'must start with "/"'
     : path.length > 1 && path.endsWith('/') ? 'must not end with "/"'
     : path.split('/').slice(1).some((segment) => segment === '' || segment === '.' || segment === '..') && path !== '/' ? 'has an empty, "." or ".." segment'
-    : /[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]/u.test(path) ? 'contains a character ZooKeeper does not allow in paths'
+    : /[\p{Cc}\ud800-\uf8ff\ufff0-\uffff]/u.test(path) ? 'contains a character ZooKeeper does not allow in paths'
     : undefined;
   if (problem !== undefined) throw new InvalidArgumentError(name, `"${path}" ${problem}`, { backend });
   return path === '/' ? '' : path;

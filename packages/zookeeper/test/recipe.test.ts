@@ -4,14 +4,14 @@ import { type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
-import { startProxy, type Proxy } from './proxy.js';
+import { startProxy, type Proxy as TcpProxy } from './proxy.js';
 import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request, stat } from './support.js';
 
 let server: ServerHandle;
 let raw: Awaited<ReturnType<typeof rawClient>>;
 const base = '/deadbolt/recipe-test';
 const backends: ZooKeeperBackend[] = [];
-const proxies: Proxy[] = [];
+const proxies: TcpProxy[] = [];
 
 function backend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): ZooKeeperBackend {
   // parentCleanupDelayMs=0: these cases check that an emptied parent is gone right after the release.
@@ -143,7 +143,7 @@ describe('zookeeper lock recipe (standalone server)', () => {
     expect(await waiterBackend.acquire(request('give-up', 'w1'), Date.now() + 300, new AbortController().signal)).toBeUndefined();
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(290);
     const abort = new AbortController();
-    let watching = counter(1);
+    const watching = counter(1);
     const aborting = createZooKeeperBackend(`${server.url}${base}`, { onWatch: () => watching.hit() });
     backends.push(aborting);
     const waiting = aborting.acquire(request('give-up', 'w2'), Date.now() + 60_000, abort.signal);
@@ -170,7 +170,7 @@ describe('zookeeper lock recipe (standalone server)', () => {
 
   it('through createLockClient: waiters are served in order and the hand-off is fast', async () => {
     const url = `${server.url}${base}?sessionTimeoutMs=4000`;
-    let queued = counter(1);
+    const queued = counter(1);
     const a = createLockClient({ url });
     const b = createLockClient({ backend: createZooKeeperBackend(url, { onWatch: () => queued.hit() }) });
     try {
@@ -198,7 +198,7 @@ describe('zookeeper lock recipe (standalone server)', () => {
  * same session id and password, closed. The victim talks through a proxy that is cut meanwhile, so
  * it cannot take its session back before the close lands; once healed, it reconnects and hears EXPIRED.
  */
-async function killSession(target: ZooKeeperBackend, proxy: Proxy): Promise<void> {
+async function killSession(target: ZooKeeperBackend, proxy: TcpProxy): Promise<void> {
   const credentials = target.sessionCredentials()!;
   proxy.cut();
   const killer = zookeeper.createClient(connectStringOf(server.url), { sessionTimeout: 4000 });
@@ -217,7 +217,7 @@ async function killSession(target: ZooKeeperBackend, proxy: Proxy): Promise<void
 }
 
 /** A backend whose connection goes through a proxy (to be cut by killSession). */
-async function proxiedBackend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): Promise<{ backend: ZooKeeperBackend; proxy: Proxy }> {
+async function proxiedBackend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): Promise<{ backend: ZooKeeperBackend; proxy: TcpProxy }> {
   const proxy = await startProxy(server.host, server.port);
   proxies.push(proxy);
   const created = createZooKeeperBackend(`zookeeper://127.0.0.1:${proxy.port}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000`, hooks);

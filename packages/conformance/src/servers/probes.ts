@@ -63,7 +63,7 @@ export async function probeRedis(host: string, port: number, timeoutMs = 1_000):
 /** A replica is ready when its link to the primary is up and the initial sync has finished. */
 export async function probeRedisReplica(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
   const info = await redisCommand(host, port, 'INFO replication', timeoutMs);
-  return info !== undefined && info.includes('master_link_status:up') && info.includes('master_sync_in_progress:0');
+  return info?.includes('master_link_status:up') === true && info.includes('master_sync_in_progress:0');
 }
 
 /** memcached's text protocol: `version` answered with `VERSION x.y.z`. */

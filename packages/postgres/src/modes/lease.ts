@@ -37,7 +37,7 @@ export class LeaseBackend implements LockBackend {
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly options: ResolvedPostgresOptions) {
+  constructor(options: ResolvedPostgresOptions) {
     this.sql = leaseSql(options.table);
     this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     // Queue time is bounded separately from the statement deadline (see Gate).
