@@ -50,7 +50,7 @@ function surface(dir: string): string {
 }
 
 describe('public API surface', () => {
-  it.each(published)('packages/%s matches api/%s.api.md', async (dir) => {
+  it.each(published)('packages/%s matches its api/<package>.api.md', async (dir) => {
     await expect(surface(dir)).toMatchFileSnapshot(`../api/${dir}.api.md`);
   });
 });

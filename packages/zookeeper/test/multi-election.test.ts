@@ -5,14 +5,14 @@ import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
-import { startProxy, type Proxy } from './proxy.js';
+import { startProxy, type Proxy as TcpProxy } from './proxy.js';
 import { children, connectStringOf, rawClient, removeNode, stat } from './support.js';
 
 let server: ServerHandle;
 let raw: Awaited<ReturnType<typeof rawClient>>;
 const base = `/deadbolt/multi-election-${randomUUID().slice(0, 8)}`;
 const clients: LockClient[] = [];
-const proxies: Proxy[] = [];
+const proxies: TcpProxy[] = [];
 const query = 'sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000';
 
 function client(): LockClient {
@@ -163,7 +163,7 @@ describe('zookeeper election: Curator LeaderLatch and LeaderSelector layouts', (
 });
 
 /** Curator's old KillSession: a second client on the victim's session id and password, closed, while the victim is cut off. */
-async function killSession(target: ZooKeeperBackend, proxy: Proxy): Promise<void> {
+async function killSession(target: ZooKeeperBackend, proxy: TcpProxy): Promise<void> {
   const credentials = target.sessionCredentials()!;
   proxy.cut();
   const killer = zookeeper.createClient(connectStringOf(server.url), { sessionTimeout: 4000 });
