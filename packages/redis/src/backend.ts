@@ -1,7 +1,20 @@
-import { BackendUnavailableError, guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import {
+  BackendUnavailableError,
+  guardCall,
+  inspectSafely,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Capabilities,
+  type Grant,
+  type LockBackend,
+  type MultiAttemptResult,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
 import { Cluster, type Redis } from 'ioredis';
 import { closeConnection, openCommandConnection, openMasters } from './connections.js';
 import { withDeadline } from './deadline.js';
+import { campaignSetnx, leaderSetnx } from './election.js';
 import { releaseChannel } from './keys.js';
 import { FairMode } from './modes/fair.js';
 import { GetsetMode } from './modes/getset.js';
@@ -9,6 +22,7 @@ import { HashReentrantMode } from './modes/hash-reentrant.js';
 import type { LockMode } from './modes/mode.js';
 import { RedlockMode } from './modes/redlock.js';
 import { SetnxMode } from './modes/setnx.js';
+import { bySlotThenKey, tryAcquireManySetnx } from './multi.js';
 import { ReleaseNotifier } from './notifier.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { TokenSource } from './token.js';
@@ -39,6 +53,11 @@ export class RedisBackend implements LockBackend {
   /** Present only for the fair mode: the server queues the waiter and grants it in place. */
   readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
   readonly acquireQueuesAtOnce?: boolean;
+  /** setnx: every key of one hash slot in one script, all or nothing (multi.ts). */
+  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
+  /** setnx: elections on the lock, the fence as term, the leader's id beside it (election.ts). */
+  readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
+  readonly leader?: (key: string) => Promise<string | undefined>;
 
   private readonly mode: LockMode;
   private readonly owned: (Redis | Cluster)[] = [];
@@ -87,6 +106,12 @@ export class RedisBackend implements LockBackend {
       } else {
         this.notifier = undefined;
       }
+      if (this.mode instanceof SetnxMode && this.waitForChange) {
+        const waitForChange = this.waitForChange;
+        this.tryAcquireMany = (requests) => this.run('acquire', requests.map((request) => request.key).join(', '), () => tryAcquireManySetnx(connection, requests));
+        this.campaign = (request, deadline, signal) => this.run('elect', request.key, () => campaignSetnx(connection, waitForChange, request, deadline, signal), false);
+        this.leader = (key) => this.run('leader', key, () => leaderSetnx(connection, key));
+      }
       if (this.mode instanceof FairMode) {
         const fair = this.mode;
         this.acquireQueuesAtOnce = true;
@@ -116,6 +141,11 @@ export class RedisBackend implements LockBackend {
       default:
         throw new Error(`unreachable mode ${this.options.mode}`);
     }
+  }
+
+  /** The one global order of a multi-lock's keys: by Cluster slot, then key (multi.ts). */
+  orderKeys(keys: readonly string[]): readonly string[] {
+    return bySlotThenKey(keys);
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {

@@ -12,6 +12,9 @@ export const setnxCapabilities: Capabilities = Object.freeze({
   reentrant: 'client',
   notifications: true,
   clock: 'server',
+  // One script takes every key of a slot (multi.ts); elections on the lock (election.ts).
+  multi: 'atomic',
+  election: true,
 });
 
 /**

@@ -1,0 +1,46 @@
+import type { CampaignRequest, TermGrant } from '@deadbolt/core/adapter';
+import type { Cluster, Redis } from 'ioredis';
+import { fenceKey, siblingKey } from './keys.js';
+import { runElectAcquire, runElectLeader } from './multi-election-scripts.js';
+import { pair } from './scripts.js';
+import { randomToken } from './token.js';
+
+/** Where the election waits for news of a release: the backend's notifier (at most maxWaitMs). */
+export type WaitForRelease = (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
+
+/** A notification can be missed (a resubscribe): never trust one for longer than this. */
+const fallbackMs = 2_000;
+
+export function leaderKey(key: string): string {
+  return siblingKey(key, 'leader');
+}
+
+/**
+ * Leader election on the setnx lock (primitives.md §4.2): a term is the lock on the election's key,
+ * the term number its fence (INCR in the same script), and the leader's id sits beside it in a
+ * record that names the leader only while its token holds the lock. Renewal and release are the
+ * setnx mode's compare-and-pexpire / compare-and-delete, so a term ends exactly as a lock does, and
+ * core declares it lost at the local lease deadline, before the key can expire on the server.
+ * Followers wait for the release message (one per release) and try again.
+ */
+export async function campaignSetnx(connection: Redis | Cluster, wait: WaitForRelease, request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+  for (;;) {
+    const token = randomToken();
+    const sentAt = Date.now();
+    const [elected, value] = pair(await runElectAcquire(connection, [request.key, fenceKey(request.key), leaderKey(request.key)], token, request.ttlMs, request.candidate));
+    if (elected === 1) return { key: request.key, owner: request.owner, token, fence: value, sentAt };
+    request.onContended?.();
+    const remainingMs = deadline - Date.now();
+    if (remainingMs <= 0 || signal.aborted) return undefined;
+    const woken = await wait(request.key, Math.max(1, Math.min(remainingMs, Math.max(0, value) + 1, fallbackMs)), signal).then(
+      () => true,
+      () => false,
+    );
+    if (!woken) return undefined;
+  }
+}
+
+export async function leaderSetnx(connection: Redis | Cluster, key: string): Promise<string | undefined> {
+  const id = await runElectLeader(connection, [key, leaderKey(key)]);
+  return typeof id === 'string' ? id : id instanceof Buffer ? id.toString('utf8') : undefined;
+}
