@@ -54,13 +54,16 @@ if (describeLockConformance === undefined) {
         fair: fair.hooks,
       });
     } else {
+      // Through createRedisBackend too, so the election's killed-leader case can crash a client.
+      const clients = new FairClients();
       describeLockConformance({
         name: `redis:${mode}`,
         capabilities: capabilitiesOf[mode],
         faults: serverFaults,
         scaleLocks: 2_000,
         servers: () => startRedis(),
-        create: (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: `${server.url}?mode=${mode}`, ...options }),
+        create: (server: ServerHandle, options: { prefix: string }) => clients.create(`${server.url}?mode=${mode}`, options.prefix),
+        kill: clients.kill,
       });
     }
   }
@@ -101,8 +104,9 @@ if (describeLockConformance === undefined) {
       create:
         mode === 'fair'
           ? (server: ServerHandle, options: { prefix: string }) => fair.create(`${urlOf(server)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
-          : (server: ServerHandle, options: { prefix?: string } = {}) => createLockClient({ url: urlOf(server), ...options }),
-      ...(mode === 'fair' ? { kill: fair.kill, fair: fair.hooks } : {}),
+          : (server: ServerHandle, options: { prefix: string }) => fair.create(urlOf(server), options.prefix),
+      kill: fair.kill,
+      ...(mode === 'fair' ? { fair: fair.hooks } : {}),
     });
   }
 }
