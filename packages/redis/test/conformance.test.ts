@@ -87,8 +87,9 @@ if (describeLockConformance === undefined) {
       create:
         mode === 'fair'
           ? (set: RedisSentinelSet, options: { prefix: string }) => fair.create(`${urlOf(set)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
-          : (set: RedisSentinelSet, options: { prefix?: string } = {}) => createLockClient({ url: urlOf(set), ...options }),
-      ...(mode === 'fair' ? { kill: fair.kill, fair: fair.hooks } : {}),
+          : (set: RedisSentinelSet, options: { prefix: string }) => fair.create(urlOf(set), options.prefix),
+      kill: fair.kill,
+      ...(mode === 'fair' ? { fair: fair.hooks } : {}),
     });
   }
   // setnx, fair and hash-reentrant once more on a 3-master Redis Cluster (every script's keys share a slot).
