@@ -71,8 +71,13 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
     for (const stray of strays) if (stray !== path) void deleteNode(run, stray);
   };
   let lastError: unknown;
+  // After we made the parent, the create is tried once more whatever the deadline: under load (500
+  // first-time keys at once) the mkdirp alone could outlast it, and the caller then got the
+  // create's NO_NODE, which says nothing true about the server.
+  let parentJustMade = false;
   try {
-    for (let attempt = 0; attempt === 0 || Date.now() < deadline; attempt += 1) {
+    for (let attempt = 0; attempt === 0 || parentJustMade || Date.now() < deadline; attempt += 1) {
+      parentJustMade = false;
       try {
         const path = await create(run.client, prefix, run.data, run.createMode ?? CreateMode.EPHEMERAL_SEQUENTIAL, opDeadline(run), late);
         finish(path);
@@ -84,6 +89,7 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
           await mkdirp(run.client, run.lockPath, opDeadline(run)).catch((mkdirError: unknown) => {
             if (!isInDoubt(mkdirError)) throw mkdirError;
           });
+          parentJustMade = attempt < 3;
           continue;
         }
         if (!isInDoubt(error)) throw error;
