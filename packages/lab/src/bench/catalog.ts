@@ -132,9 +132,6 @@ export function backendPlans(starters: Starters): BackendPlan[] {
         ];
       },
       scaleUrls: (server) => [{ mode: '-', url: `${server!.url}/deadbolt-bench-scale` }],
-      // Every lock is a znode written through the leader's transaction log (~1k writes/s here), and
-      // liveness is the session (no per-lock renewal), so 2 000 locks show the same per-lock costs.
-      scale: { locks: 2_000, why: 'every lock is a logged znode write; liveness is per session' },
     },
   ];
 }
