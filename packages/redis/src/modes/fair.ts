@@ -32,7 +32,8 @@ export interface FairSettings {
 interface FairGrant extends Grant {
   validUntil?: number;
   readonly ttlMs: number;
-  readonly request: AcquireRequest;
+  /** Only on grants that arrived by message (they are extended later, and may be reported lost). */
+  request?: AcquireRequest;
 }
 
 /** One queued acquire. */
@@ -185,7 +186,7 @@ export class FairMode implements LockMode {
   }
 
   private grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): FairGrant {
-    const grant: FairGrant = { key: request.key, owner: request.owner, token, fence, ttlMs: request.ttlMs, request };
+    const grant: FairGrant = { key: request.key, owner: request.owner, token, fence, ttlMs: request.ttlMs };
     if (validUntil !== undefined) grant.validUntil = validUntil;
     return grant;
   }
@@ -295,6 +296,7 @@ export class FairMode implements LockMode {
     const claimMs = Math.min(request.ttlMs, this.settings.waiterLeaseMs);
     const validUntil = waiter.waitingSeenAt + claimMs - driftMs(claimMs);
     const grant = this.grantOf(request, token, fence, validUntil);
+    grant.request = request;
     const leftMs = validUntil - Date.now();
     const short = claimMs < request.ttlMs;
     if (short ? leftMs > 2 * this.heartbeatMs : leftMs > request.ttlMs / 2) {
@@ -372,7 +374,7 @@ export class FairMode implements LockMode {
       }
       for (const [index, grant] of grants.entries()) {
         if (Number(replies[waiters.length + index]) === 1) this.extended(grant, sentAt, grant.ttlMs);
-        else grant.request.onLost(grant, new Error('the lock granted by the queue expired before it could be extended'));
+        else grant.request?.onLost(grant, new Error('the lock granted by the queue expired before it could be extended'));
       }
     } catch {
       // Unknown outcome: the waiters re-check on their own timers; the grants try again next tick.
