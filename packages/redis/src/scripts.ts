@@ -23,8 +23,11 @@ export type ScriptName = keyof typeof scripts;
 export type ScriptArgument = string | number;
 
 /** The ioredis command name a script is defined under (prefixed: the connection may be the user's). */
+const commandNames = new Map<ScriptName, string>((Object.keys(scripts) as ScriptName[]).map((name) => [name, `deadbolt_${name.replace(/-/g, '_')}`]));
+
+/** Looked up, not built: this runs on every call of the hot path (a regex replace per call showed in profiles). */
 function commandName(name: ScriptName): string {
-  return `deadbolt_${name.replace(/-/g, '_')}`;
+  return commandNames.get(name)!;
 }
 
 type ScriptCall = (...args: ScriptArgument[]) => Promise<unknown>;
