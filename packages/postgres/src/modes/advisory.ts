@@ -16,6 +16,7 @@ import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { randomToken } from '../token.js';
+import { AdvisoryReadWrite, isReadWriteGrant } from './advisory-rw.js';
 
 export const advisoryCapabilities: Capabilities = Object.freeze({
   consistency: 'CP',
@@ -28,6 +29,8 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
   maxKeyBytes: 1024,
   // pg_advisory_lock waiters are granted in arrival order by the server's lock manager.
   fair: true,
+  // pg_advisory_lock_shared / pg_advisory_lock on dedicated sessions (advisory-rw.ts).
+  readWrite: true,
 });
 
 /** A lock held on one session (or being tried there: `grant` is set once it is ours). */
@@ -58,6 +61,7 @@ export class AdvisoryBackend implements LockBackend {
   readonly capabilities = advisoryCapabilities;
   readonly defaultPrefix = '';
   private readonly pool: SessionPool;
+  private readonly readWrite: AdvisoryReadWrite;
   private readonly names: FenceNames;
   private readonly claims = new Map<string, Claim>();
   private readonly grants = new Map<string, Claim>();
@@ -81,10 +85,15 @@ export class AdvisoryBackend implements LockBackend {
       unlock: { name: 'deadbolt_unlock', text: 'SELECT pg_advisory_unlock($1::bigint) AS ok' },
       unlockMany: { name: 'deadbolt_unlocks', text: 'SELECT n, pg_advisory_unlock(id) AS ok FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)' },
     };
+    this.readWrite = new AdvisoryReadWrite(options, this.names, (client) => this.prepareSession(client), this.name);
     this.pool = new SessionPool(options, this.deadlineMs, statements, (client) => this.prepareSession(client), (session, cause) => this.sessionDied(session, cause));
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    if (request.kind?.type === 'read' || request.kind?.type === 'write') {
+      const grant = await this.readWrite.acquire(request, request.kind.type, request.kind.type === 'read' ? request.kind.downgradeOf : undefined, false, Date.now(), undefined);
+      return grant ? { acquired: true, grant } : { acquired: false };
+    }
     const id = advisoryLockId(request.key, this.options.namespace).toString();
     if (this.claims.has(id)) return { acquired: false };
     const claim: Claim = { id, request, session: undefined, grant: undefined };
@@ -114,6 +123,9 @@ export class AdvisoryBackend implements LockBackend {
    */
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     if (signal.aborted) return undefined;
+    if (request.kind?.type === 'read' || request.kind?.type === 'write') {
+      return this.readWrite.acquire(request, request.kind.type, request.kind.type === 'read' ? request.kind.downgradeOf : undefined, true, deadline, signal);
+    }
     const session = await this.session('acquire', request.key, () => this.pool.forWait());
     if (session === undefined) return this.poll(request, deadline, signal);
     if (signal.aborted) return undefined;
@@ -173,6 +185,15 @@ export class AdvisoryBackend implements LockBackend {
 
   /** A lock is held as long as its session lives: one ping per session, shared by all its locks. */
   async renewMany(grants: readonly Grant[], _ttlMs?: readonly number[]): Promise<readonly boolean[]> {
+    if (grants.some(isReadWriteGrant)) {
+      const mutexes = grants.filter((grant) => !isReadWriteGrant(grant));
+      const [mutexResults, rwResults] = await Promise.all([
+        mutexes.length > 0 ? this.renewMany(mutexes) : Promise.resolve([]),
+        Promise.all(grants.filter(isReadWriteGrant).map((grant) => this.readWrite.renew(grant))),
+      ]);
+      let [m, r] = [0, 0];
+      return grants.map((grant) => (isReadWriteGrant(grant) ? rwResults[r++]! : mutexResults[m++]!));
+    }
     const pings = new Map<Session, Promise<boolean>>();
     for (const grant of grants) {
       const session = this.grants.get(grant.token)?.session;
@@ -187,6 +208,7 @@ export class AdvisoryBackend implements LockBackend {
   }
 
   async release(grant: Grant): Promise<boolean> {
+    if (isReadWriteGrant(grant)) return this.readWrite.release(grant);
     const claim = this.grants.get(grant.token);
     if (claim === undefined || claim.session === undefined) return false;
     const session = claim.session;
@@ -208,7 +230,7 @@ export class AdvisoryBackend implements LockBackend {
     this.closing ??= (async () => {
       this.claims.clear();
       this.grants.clear();
-      await this.pool.close();
+      await Promise.all([this.pool.close(), this.readWrite.close()]);
     })();
     return this.closing;
   }

@@ -1,0 +1,184 @@
+import { BackendUnavailableError, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
+import pg from 'pg';
+import { clientConfig, endClient } from '../connect.js';
+import { fenceOf, type FenceNames } from '../fence.js';
+import { advisoryLockId } from '../key-hash.js';
+import type { ResolvedPostgresOptions } from '../options.js';
+import { randomToken } from '../token.js';
+
+/**
+ * Read-write locks in advisory mode: `pg_advisory_lock_shared` (read) and `pg_advisory_lock` (write)
+ * on the mutex's SHA-256-derived id, as madelson/DistributedLock does. PostgreSQL's lock manager
+ * queues a request that conflicts with the holders OR with the waiters ahead of it (lock.c, the
+ * waitMask check), so a reader arriving behind a waiting writer waits too: FIFO across modes, and
+ * a writer's release wakes every reader queued behind it at once. Neither side starves.
+ *
+ * Each hold has a dedicated session (not the mutex's multiplexed pool: a session never conflicts
+ * with its own advisory locks, so two owners' holds must not share one), except a downgrade: the
+ * read is taken on the writer's own session (a session's shared request beside its exclusive
+ * hold is granted at once), so after the write is unlocked the shared hold keeps queued writers out.
+ * A session that ends (crash, pg_terminate_backend, dropped connection) frees its holds on the
+ * server at once and reports them lost here.
+ */
+type Mode = 'read' | 'write';
+
+interface Connection {
+  readonly client: pg.Client;
+  epoch: number;
+  readonly holds: Set<string>;
+  ended: boolean;
+}
+
+interface Hold {
+  readonly id: string;
+  readonly mode: Mode;
+  readonly request: AcquireRequest;
+  readonly connection: Connection;
+  grant: Grant | undefined;
+}
+
+/** A read-write grant of this module (the mutex's grants carry no `rw`). */
+export interface ReadWriteGrant extends Grant {
+  readonly rw: Mode;
+}
+
+export function isReadWriteGrant(grant: Grant): grant is ReadWriteGrant {
+  return (grant as Partial<ReadWriteGrant>).rw !== undefined;
+}
+
+const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
+
+export class AdvisoryReadWrite {
+  private readonly holds = new Map<string, Hold>();
+  private closed = false;
+
+  constructor(
+    private readonly options: ResolvedPostgresOptions,
+    private readonly names: FenceNames,
+    private readonly prepare: (client: pg.Client) => Promise<number>,
+    private readonly backendName: string,
+  ) {}
+
+  /** One attempt (`wait` false) or a wait in the server's queue until `deadline`; undefined when not granted. */
+  async acquire(request: AcquireRequest, mode: Mode, downgradeOf: Grant | undefined, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    if (this.closed) throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: new Error('the backend is closed') });
+    const id = advisoryLockId(request.key, this.options.namespace).toString();
+    const writer = downgradeOf === undefined ? undefined : this.holds.get(downgradeOf.token);
+    const connection = writer && !writer.connection.ended ? writer.connection : await this.connect(request.key);
+    const fn = mode === 'read' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock';
+    let onAbort: (() => void) | undefined;
+    try {
+      let counter: string | null | undefined;
+      if (!wait || writer) {
+        const result = await connection.client.query<{ counter: string | null }>(
+          `SELECT CASE WHEN ${fn.replace('pg_advisory_lock', 'pg_try_advisory_lock')}($1::bigint) THEN nextval('${this.names.sequence}')::text END AS counter`,
+          [id],
+        );
+        counter = result.rows[0]?.counter;
+      } else {
+        // A cancel is the session's end: the server drops the queued request with it.
+        onAbort = () => void endClient(connection.client, 100);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        if (signal?.aborted) onAbort();
+        const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
+        // Integers we computed (no user text): safe to inline, as SET takes no parameters.
+        const results = (await connection.client.query(
+          `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
+           WITH granted AS (SELECT ${fn}(${id}::bigint)) SELECT nextval('${this.names.sequence}')::text AS counter FROM granted`,
+        )) as unknown as pg.QueryResult<{ counter: string }>[];
+        counter = results[2]?.rows[0]?.counter;
+      }
+      if (signal?.aborted || counter === null || counter === undefined) {
+        this.dropIfIdle(connection);
+        return undefined;
+      }
+      const fence = fenceOf(connection.epoch, counter);
+      const grant: ReadWriteGrant = { key: request.key, owner: request.owner, token: randomToken(), ...(fence === undefined ? {} : { fence }), rw: mode };
+      this.holds.set(grant.token, { id, mode, request, connection, grant });
+      connection.holds.add(grant.token);
+      return grant;
+    } catch (error) {
+      this.dropIfIdle(connection);
+      // 55P03 lock_not_available (lock_timeout) or a cancel by abort: not granted, nothing held.
+      if ((error as { code?: unknown } | null)?.code === '55P03' || signal?.aborted) return undefined;
+      throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: error });
+    } finally {
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** The hold lives while its session does: one trivial query proves it. */
+  async renew(grant: Grant): Promise<boolean> {
+    const hold = this.holds.get(grant.token);
+    if (!hold || hold.connection.ended) return false;
+    try {
+      await hold.connection.client.query('SELECT 1');
+      return !hold.connection.ended && this.holds.has(grant.token);
+    } catch (error) {
+      throw new BackendUnavailableError('renew', { key: grant.key, backend: this.backendName, cause: error });
+    }
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    const hold = this.holds.get(grant.token);
+    if (!hold) return false;
+    this.holds.delete(grant.token);
+    const { connection } = hold;
+    connection.holds.delete(grant.token);
+    if (connection.ended) return false;
+    if (connection.holds.size === 0) {
+      // Ending the session unlocks everything it holds, in one step.
+      connection.ended = true;
+      await endClient(connection.client);
+      return true;
+    }
+    try {
+      const fn = hold.mode === 'read' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock';
+      const result = await connection.client.query<{ ok: boolean }>(`SELECT ${fn}($1::bigint) AS ok`, [hold.id]);
+      return result.rows[0]?.ok === true;
+    } catch (error) {
+      // Unknown outcome: end the session, which certainly lets go (its other hold is reported lost).
+      void endClient(connection.client);
+      throw new BackendUnavailableError('release', { key: grant.key, backend: this.backendName, cause: error });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const connections = new Set([...this.holds.values()].map((hold) => hold.connection));
+    this.holds.clear();
+    await Promise.all([...connections].map((connection) => endClient(connection.client)));
+  }
+
+  private async connect(key: string): Promise<Connection> {
+    const client = new pg.Client(clientConfig(this.options));
+    const connection: Connection = { client, epoch: 0, holds: new Set(), ended: false };
+    const ended = (cause: Error): void => {
+      if (connection.ended) return;
+      connection.ended = true;
+      for (const token of [...connection.holds]) {
+        const hold = this.holds.get(token);
+        this.holds.delete(token);
+        if (hold?.grant) hold.request.onLost(hold.grant, new Error(`the session holding "${hold.request.key}" ended: ${cause.message}`));
+      }
+      connection.holds.clear();
+    };
+    client.on('error', (error: Error) => ended(error));
+    client.on('end', () => ended(new Error('the connection closed')));
+    try {
+      await client.connect();
+      connection.epoch = await this.prepare(client);
+      return connection;
+    } catch (error) {
+      connection.ended = true;
+      void endClient(client);
+      throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: error });
+    }
+  }
+
+  private dropIfIdle(connection: Connection): void {
+    if (connection.holds.size > 0 || connection.ended) return;
+    connection.ended = true;
+    void endClient(connection.client);
+  }
+}
