@@ -53,4 +53,32 @@ describe('compare worker processes', () => {
     expect(result).toMatchObject({ ok: true });
     expect(result.intervals).toBeGreaterThan(0);
   }, 30_000);
+
+  for (const withServer of [false, true]) {
+    it(`an interrupted harness (SIGINT) exits (130) and takes its paused worker with it${withServer ? ', beside the server fixtures\' own cleanup' : ''}`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'deadbolt-compare-sigint-'));
+      dirs.push(dir);
+      const probe = fileURLToPath(new URL('./compare-pause-probe.mjs', import.meta.url));
+      const harness = spawn(process.execPath, [probe, dir, ...(withServer ? ['with-server'] : [])], { stdio: 'ignore', env: { ...process.env, PAUSE_MS: '20000' } });
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => harness.once('exit', (code, signal) => resolve({ code, signal })));
+      await fileAppears(dir, 'paused', 20_000);
+      const worker = Number(readFileSync(join(dir, 'paused'), 'utf8'));
+      expect(alive(worker)).toBe(true);
+      harness.kill('SIGINT');
+      expect(await exited).toEqual({ code: 130, signal: null });
+      // The worker was SIGKILLed by the harness on its way out; once reaped
+      // (it has been re-parented) it is gone. A deadline, not a sleep.
+      const deadline = Date.now() + 5000;
+      while (alive(worker) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(alive(worker)).toBe(false);
+    }, 30_000);
+  }
 });
+
+/** Whether `pid` is a live process (a zombie counts as gone: it runs nothing). */
+function alive(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return state.slice(state.lastIndexOf(')') + 2, state.lastIndexOf(')') + 3) !== 'Z';
+  } catch { return false; }
+}

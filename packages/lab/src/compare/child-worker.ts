@@ -35,4 +35,6 @@ async function start(config: WorkerConfig): Promise<void> {
     process.send?.({ type: 'failed', message: String(error) }, () => process.exit(1));
   }
 }
+// The harness is gone (killed, crashed): a worker in a session of its own would live on otherwise.
+process.on('disconnect', () => process.exit(1));
 process.send?.({ type: 'ready' });

@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { quickPlan, scenarios, SkipError, type ScenarioResult } from './scenarios.js';
+import { exitOnInterrupt } from './interrupts.js';
 import { terminalTable, writeResults } from './summary.js';
 
 const options = {
@@ -48,6 +49,7 @@ async function main(): Promise<number> {
     return 2;
   }
   if (values.help) { process.stdout.write(usage()); return 0; }
+  exitOnInterrupt();
   const quick = values.quick;
   const known = scenarios.map((s) => s.name);
   const named = values.scenario?.split(',').map((s) => s.trim()).filter(Boolean);

@@ -33,14 +33,13 @@ function install(): void {
   installed = true;
   process.on('exit', killAll);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    // First in line and gone after one use: the fixtures' exit cleanup (which re-raises the signal
+    // when it is the last listener) then still ends the process, and so does a second Ctrl-C.
     const onSignal = (): void => {
       killAll();
-      // Re-raise only if nobody else handles it, so the default (exit) still happens.
-      if (process.listenerCount(signal) === 1) {
-        process.removeListener(signal, onSignal);
-        process.kill(process.pid, signal);
-      }
+      process.removeListener(signal, onSignal);
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
     };
-    process.on(signal, onSignal);
+    process.prependListener(signal, onSignal);
   }
 }

@@ -21,7 +21,7 @@ export const getsetClockSkew: Scenario = {
         const server = await started;
         const ttlMs = 1000;
         const spec: RunSpec = {
-          url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 3000 : 5000, ttlMs, holdMs: 200,
+          url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 3000 : 4000, ttlMs, holdMs: 200,
           // Only getset reads the injected clock; setnx and fair ignore it (the server's TTL decides).
           perClient: (i) => (i === 0 ? { clockSkewMs: ttlMs * 3 } : {}),
         };

@@ -32,7 +32,7 @@ async function runTarget(t: Target, quick: boolean): Promise<ScenarioResult> {
     try {
       const url = t.url(server.url);
       const spec: RunSpec = {
-        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (quick ? 7 : 10), ttlMs: t.ttlMs,
+        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (quick ? 7 : 8), ttlMs: t.ttlMs,
         // Longer than the ttl: c0 is still working, on renewals, when the partition cuts them.
         holdMs: Math.round(t.ttlMs * 2.5),
         othersStartAfterFirstHold: true,

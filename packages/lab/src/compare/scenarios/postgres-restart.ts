@@ -18,7 +18,7 @@ export const postgresRestart: Scenario = {
       return await forEachRow('postgres-restart', rows, opts, async ({ mode }) => {
         started ??= servers().then((s) => s.startPostgres());
         const server = await started;
-        const spec: RunSpec = { url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 5000 : 8000, ttlMs: 3000, holdMs: 300 };
+        const spec: RunSpec = { url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 5000 : 6000, ttlMs: 3000, holdMs: 300 };
         const history = await runWorkload(spec, async (ctx) => {
           await sleep(1500);
           await ctx.fault('PostgreSQL restarted', () => server.restart());

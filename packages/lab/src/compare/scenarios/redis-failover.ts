@@ -106,7 +106,7 @@ export const redisFailover: Scenario = {
         const ttlMs = 8000;
         const spec: RunSpec = {
           url: `${proxy.rewrite(pair.primary.url)}?mode=${mode}`,
-          clients: 3, childClients: 1, durationMs: opts.quick ? 10_000 : 16_000, ttlMs,
+          clients: 3, childClients: 1, durationMs: opts.quick ? 10_000 : 12_000, ttlMs,
           // Long enough to cover a container stop, unpause and promotion on a busy machine.
           holdMs: 6000,
           othersStartAfterFirstHold: true,

@@ -52,7 +52,7 @@ export const redlockRestart: Scenario = {
       const ttlMs = 10_000;
       const spec: RunSpec = {
         url: `redis://${direct.join(',')}?mode=redlock`,
-        clients: 3, childClients: 1, durationMs: opts.quick ? 12_000 : 20_000, ttlMs,
+        clients: 3, childClients: 1, durationMs: opts.quick ? 12_000 : 14_000, ttlMs,
         // c0's acquire spends nodeTimeoutMs (ttl/5) on masters 4 and 5; its hold must then cover a
         // container restart of master 3 on a busy machine and still end inside its validity.
         holdMs: 6000,

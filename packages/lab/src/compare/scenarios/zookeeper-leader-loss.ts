@@ -12,7 +12,7 @@ export const zookeeperLeaderLoss: Scenario = {
     const s = await servers();
     const ensemble = await s.startZooKeeperEnsemble(3);
     try {
-      const spec: RunSpec = { url: ensemble.url, clients: 3, childClients: 1, durationMs: opts.quick ? 10_000 : 15_000, ttlMs: 4000, holdMs: 100 };
+      const spec: RunSpec = { url: ensemble.url, clients: 3, childClients: 1, durationMs: opts.quick ? 10_000 : 12_000, ttlMs: 4000, holdMs: 100 };
       const history = await runWorkload(spec, async (ctx) => {
         await sleep(2000);
         const leader = await ensemble.leader();
