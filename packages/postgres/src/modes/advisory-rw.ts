@@ -20,9 +20,9 @@ import { randomToken } from '../token.js';
  * A session that ends (crash, pg_terminate_backend, dropped connection) frees its holds on the
  * server at once and reports them lost here.
  */
-type Mode = 'read' | 'write';
+type Mode = 'read' | 'write' | 'permit';
 
-interface Connection {
+export interface Connection {
   readonly client: pg.Client;
   epoch: number;
   readonly holds: Set<string>;
@@ -50,13 +50,13 @@ const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
 export class AdvisoryReadWrite {
   private readonly holds = new Map<string, Hold>();
-  private closed = false;
+  protected closed = false;
 
   constructor(
-    private readonly options: ResolvedPostgresOptions,
-    private readonly names: FenceNames,
+    protected readonly options: ResolvedPostgresOptions,
+    protected readonly names: FenceNames,
     private readonly prepare: (client: pg.Client) => Promise<number>,
-    private readonly backendName: string,
+    protected readonly backendName: string,
   ) {}
 
   /** One attempt (`wait` false) or a wait in the server's queue until `deadline`; undefined when not granted. */
@@ -92,11 +92,7 @@ export class AdvisoryReadWrite {
         this.dropIfIdle(connection);
         return undefined;
       }
-      const fence = fenceOf(connection.epoch, counter);
-      const grant: ReadWriteGrant = { key: request.key, owner: request.owner, token: randomToken(), ...(fence === undefined ? {} : { fence }), rw: mode };
-      this.holds.set(grant.token, { id, mode, request, connection, grant });
-      connection.holds.add(grant.token);
-      return grant;
+      return this.adopt(request, mode, id, connection, counter);
     } catch (error) {
       this.dropIfIdle(connection);
       // 55P03 lock_not_available (lock_timeout) or a cancel by abort: not granted, nothing held.
@@ -105,6 +101,15 @@ export class AdvisoryReadWrite {
     } finally {
       if (onAbort) signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** Records a granted hold on `connection`; `counter` is the fence counter taken with it. */
+  protected adopt(request: AcquireRequest, mode: Mode, id: string, connection: Connection, counter: string): Grant {
+    const fence = fenceOf(connection.epoch, counter);
+    const grant: ReadWriteGrant = { key: request.key, owner: request.owner, token: randomToken(), ...(fence === undefined ? {} : { fence }), rw: mode };
+    this.holds.set(grant.token, { id, mode, request, connection, grant });
+    connection.holds.add(grant.token);
+    return grant;
   }
 
   /** The hold lives while its session does: one trivial query proves it. */
@@ -134,6 +139,7 @@ export class AdvisoryReadWrite {
     }
     try {
       const fn = hold.mode === 'read' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock';
+      // (A permit's session holds only its slot, so it always takes the branch above.)
       const result = await connection.client.query<{ ok: boolean }>(`SELECT ${fn}($1::bigint) AS ok`, [hold.id]);
       return result.rows[0]?.ok === true;
     } catch (error) {
@@ -150,7 +156,7 @@ export class AdvisoryReadWrite {
     await Promise.all([...connections].map((connection) => endClient(connection.client)));
   }
 
-  private async connect(key: string): Promise<Connection> {
+  protected async connect(key: string): Promise<Connection> {
     const client = new pg.Client(clientConfig(this.options));
     const connection: Connection = { client, epoch: 0, holds: new Set(), ended: false };
     const ended = (cause: Error): void => {
@@ -176,7 +182,7 @@ export class AdvisoryReadWrite {
     }
   }
 
-  private dropIfIdle(connection: Connection): void {
+  protected dropIfIdle(connection: Connection): void {
     if (connection.holds.size > 0 || connection.ended) return;
     connection.ended = true;
     void endClient(connection.client);

@@ -16,7 +16,8 @@ import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { randomToken } from '../token.js';
-import { AdvisoryReadWrite, isReadWriteGrant } from './advisory-rw.js';
+import { isReadWriteGrant } from './advisory-rw.js';
+import { AdvisoryKinds } from './advisory-semaphore.js';
 
 export const advisoryCapabilities: Capabilities = Object.freeze({
   consistency: 'CP',
@@ -29,8 +30,10 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
   maxKeyBytes: 1024,
   // pg_advisory_lock waiters are granted in arrival order by the server's lock manager.
   fair: true,
-  // pg_advisory_lock_shared / pg_advisory_lock on dedicated sessions (advisory-rw.ts).
+  // pg_advisory_lock_shared / pg_advisory_lock on dedicated sessions (advisory-rw.ts), and slot
+  // locks behind a FIFO gate (advisory-semaphore.ts).
   readWrite: true,
+  semaphore: true,
 });
 
 /** A lock held on one session (or being tried there: `grant` is set once it is ours). */
@@ -61,7 +64,7 @@ export class AdvisoryBackend implements LockBackend {
   readonly capabilities = advisoryCapabilities;
   readonly defaultPrefix = '';
   private readonly pool: SessionPool;
-  private readonly readWrite: AdvisoryReadWrite;
+  private readonly readWrite: AdvisoryKinds;
   private readonly names: FenceNames;
   private readonly claims = new Map<string, Claim>();
   private readonly grants = new Map<string, Claim>();
@@ -85,11 +88,15 @@ export class AdvisoryBackend implements LockBackend {
       unlock: { name: 'deadbolt_unlock', text: 'SELECT pg_advisory_unlock($1::bigint) AS ok' },
       unlockMany: { name: 'deadbolt_unlocks', text: 'SELECT n, pg_advisory_unlock(id) AS ok FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)' },
     };
-    this.readWrite = new AdvisoryReadWrite(options, this.names, (client) => this.prepareSession(client), this.name);
+    this.readWrite = new AdvisoryKinds(options, this.names, (client) => this.prepareSession(client), this.name);
     this.pool = new SessionPool(options, this.deadlineMs, statements, (client) => this.prepareSession(client), (session, cause) => this.sessionDied(session, cause));
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    if (request.kind?.type === 'permit') {
+      const grant = await this.readWrite.acquirePermit(request, request.kind.permits, false, Date.now(), undefined);
+      return grant ? { acquired: true, grant } : { acquired: false };
+    }
     if (request.kind?.type === 'read' || request.kind?.type === 'write') {
       const grant = await this.readWrite.acquire(request, request.kind.type, request.kind.type === 'read' ? request.kind.downgradeOf : undefined, false, Date.now(), undefined);
       return grant ? { acquired: true, grant } : { acquired: false };
@@ -123,6 +130,7 @@ export class AdvisoryBackend implements LockBackend {
    */
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     if (signal.aborted) return undefined;
+    if (request.kind?.type === 'permit') return this.readWrite.acquirePermit(request, request.kind.permits, true, deadline, signal);
     if (request.kind?.type === 'read' || request.kind?.type === 'write') {
       return this.readWrite.acquire(request, request.kind.type, request.kind.type === 'read' ? request.kind.downgradeOf : undefined, true, deadline, signal);
     }

@@ -1,0 +1,80 @@
+import { BackendUnavailableError, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
+import { endClient } from '../connect.js';
+import { advisoryLockId } from '../key-hash.js';
+import { AdvisoryReadWrite, type Connection } from './advisory-rw.js';
+
+/**
+ * Counting semaphores in advisory mode: `permits` slot locks behind a FIFO gate, Curator's
+ * InterProcessSemaphoreV2 design mapped onto PostgreSQL's lock queue. The gate is an exclusive
+ * advisory lock on (key, "gate"): acquirers queue for it in arrival order in the server, and only
+ * the one inside looks for a slot, trying the slot locks (key, "slot", i) one by one with
+ * pg_try_advisory_lock and stopping at the first it gets (one statement per slot: the PostgreSQL
+ * docs warn that a LIMIT over pg_try_advisory_lock may lock more rows than it returns). With
+ * every slot taken it polls the slots, still inside the gate, so one freed slot goes to exactly
+ * one waiter, the first in line. The slot is held on a session of its own, which ends with the
+ * permit: a crashed holder's session, and with it its slot, is freed by the server at once.
+ */
+const pollMs = { first: 5, max: 100 } as const;
+const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
+
+export class AdvisoryKinds extends AdvisoryReadWrite {
+  async acquirePermit(request: AcquireRequest, permits: number, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    if (this.closed) throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: new Error('the backend is closed') });
+    const gate = advisoryLockId(`${request.key}\u0000gate`, this.options.namespace).toString();
+    const slots = Array.from({ length: permits }, (_, slot) => advisoryLockId(`${request.key}\u0000slot:${slot}`, this.options.namespace).toString());
+    const connection = await this.connect(request.key);
+    const onAbort = (): void => void endClient(connection.client, 100);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    try {
+      if (!(await this.enterGate(connection, gate, wait, deadline))) {
+        this.dropIfIdle(connection);
+        return undefined;
+      }
+      for (let attempt = 0; ; attempt += 1) {
+        for (const slot of slots) {
+          const result = await connection.client.query<{ counter: string | null }>(
+            `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${this.names.sequence}')::text END AS counter`,
+            [slot],
+          );
+          const counter = result.rows[0]?.counter;
+          if (counter !== null && counter !== undefined) {
+            await connection.client.query('SELECT pg_advisory_unlock($1::bigint)', [gate]);
+            if (signal?.aborted) {
+              this.dropIfIdle(connection);
+              return undefined;
+            }
+            return this.adopt(request, 'permit', slot, connection, counter);
+          }
+        }
+        if (attempt === 0) request.onContended?.();
+        const remainingMs = deadline - Date.now();
+        if (!wait || remainingMs <= 0 || signal?.aborted) {
+          this.dropIfIdle(connection); // ending the session leaves the gate too
+          return undefined;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(remainingMs, pollMs.max, pollMs.first * 2 ** Math.min(attempt, 5))));
+      }
+    } catch (error) {
+      this.dropIfIdle(connection);
+      if ((error as { code?: unknown } | null)?.code === '55P03' || signal?.aborted) return undefined;
+      throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: error });
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** The gate: tried once (tryAcquire), or waited for in the server's queue until the deadline. */
+  private async enterGate(connection: Connection, gate: string, wait: boolean, deadline: number): Promise<boolean> {
+    if (!wait) {
+      const result = await connection.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [gate]);
+      return result.rows[0]?.ok === true;
+    }
+    const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
+    // Integers we computed (no user text): safe to inline, as SET takes no parameters.
+    await connection.client.query(
+      `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs}; SELECT pg_advisory_lock(${gate}::bigint)`,
+    );
+    return true;
+  }
+}
