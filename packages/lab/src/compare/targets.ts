@@ -15,6 +15,11 @@ export interface Target {
   readonly ttlMs: number;
   /** Whether grants carry fencing tokens (Memcached's do not: nothing can refuse its stale write). */
   readonly fenced: boolean;
+  /**
+   * The lock lives as long as the client's database session, not a lease (PostgreSQL advisory
+   * locks): a paused client keeps its session, so it keeps the lock and nobody else gets it.
+   */
+  readonly sessionBound?: boolean;
   start(s: Servers): Promise<{ url: string; host: string; port: number; stop(): Promise<void> }>;
   url(serverUrl: string): string;
 }
@@ -24,6 +29,7 @@ export const targetCatalogue = {
   'redis/fair': { backend: 'redis', mode: 'fair', pkg: '@deadbolt/redis', ttlMs: 1000, fenced: true, start: (s) => s.startRedis(), url: (u) => `${u}?mode=fair` },
   'redis/hash-reentrant': { backend: 'redis', mode: 'hash-reentrant', pkg: '@deadbolt/redis', ttlMs: 1000, fenced: true, start: (s) => s.startRedis(), url: (u) => `${u}?mode=hash-reentrant` },
   'memcached/default': { backend: 'memcached', mode: 'default', pkg: '@deadbolt/memcached', ttlMs: 1000, fenced: false, start: (s) => s.startMemcached(), url: (u) => u },
+  'postgres/advisory': { backend: 'postgres', mode: 'advisory', pkg: '@deadbolt/postgres', ttlMs: 1000, fenced: true, sessionBound: true, start: (s) => s.startPostgres(), url: (u) => `${u}?mode=advisory` },
   'postgres/lease': { backend: 'postgres', mode: 'lease', pkg: '@deadbolt/postgres', ttlMs: 1000, fenced: true, start: (s) => s.startPostgres(), url: (u) => `${u}?mode=lease` },
   'zookeeper/ephemeral-sequential': {
     // A lock lives as long as the ZooKeeper session, so the session timeout plays the ttl (the

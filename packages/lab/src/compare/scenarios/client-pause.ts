@@ -19,7 +19,7 @@ async function pauseFirstHold(ctx: RunContext, ttlMs: number): Promise<void> {
   });
 }
 
-const rows: TargetName[] = ['redis/setnx', 'redis/fair', 'redis/hash-reentrant', 'memcached/default', 'postgres/lease', 'zookeeper/ephemeral-sequential'];
+const rows: TargetName[] = ['redis/setnx', 'redis/fair', 'redis/hash-reentrant', 'memcached/default', 'postgres/lease', 'postgres/advisory', 'zookeeper/ephemeral-sequential'];
 
 async function runTarget(t: Target, quick: boolean): Promise<ReturnType<typeof row>> {
   const server = await t.start(await servers());
@@ -29,6 +29,11 @@ async function runTarget(t: Target, quick: boolean): Promise<ReturnType<typeof r
       holdMs: 300, othersStartAfterFirstHold: true,
     };
     const history = await runWorkload(spec, (ctx) => pauseFirstHold(ctx, t.ttlMs));
+    if (t.sessionBound) {
+      return row(t.backend, t.mode, 'client-pause', history,
+        '0 overlaps: the lock lives with the database session, which a paused client keeps, so nobody else gets the lock until the holder wakes and releases it',
+        (c) => c.overlaps === 0);
+    }
     return t.fenced
       ? row(t.backend, t.mode, 'client-pause', history,
         'overlaps (the lease, or session, expires under a paused holder, whatever the class); 0 stale writes accepted by the fenced register',

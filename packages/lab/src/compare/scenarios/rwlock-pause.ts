@@ -8,6 +8,7 @@ const rows = [
   { ...targetCatalogue['zookeeper/ephemeral-sequential'], mode: 'read-write' },
   { ...targetCatalogue['redis/setnx'], mode: 'read-write' },
   { ...targetCatalogue['postgres/lease'], mode: 'read-write' },
+  { ...targetCatalogue['postgres/advisory'], mode: 'advisory read-write' },
 ] as const;
 
 export const rwlockPause: Scenario = {
@@ -25,6 +26,11 @@ export const rwlockPause: Scenario = {
         perClient: (i) => ({ primitive: { kind: i === 2 ? 'read' : 'write' } }),
       };
       const history = await runWorkload(spec, (ctx) => pauseFirstHolder(ctx, `writer c0 paused (SIGSTOP) ${(t.ttlMs * 3) / 1000} s`, t.ttlMs * 3));
+      if ('sessionBound' in t && t.sessionBound) {
+        return row(t.backend, t.mode, 'rwlock-pause', history,
+          '0 overlaps: the lock lives with the database session, which a paused writer keeps, so readers and writers wait until it wakes and releases it',
+          (c) => c.overlaps === 0);
+      }
       return row(t.backend, t.mode, 'rwlock-pause', history,
         'overlaps with the paused writer (a hold is a lease, whatever the class); 0 stale writes accepted by the fenced register',
         (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0);
