@@ -36,13 +36,15 @@ export interface FenceNames {
 }
 
 /** Quoted identifiers derived from the validated fence table name (at most 63 bytes each). */
-export function fenceNames(fenceTable: string): FenceNames {
+export function fenceNames(fenceTable: string, schema?: string): FenceNames & { readonly schema?: string } {
   const base = fenceTable.slice(0, 55);
-  return { epochs: `"${base}_epochs"`, live: `"${base}_live"`, sequence: `"${base}_seq"` };
+  const qualifier = schema === undefined ? '' : `"${schema}".`;
+  return { epochs: `${qualifier}"${base}_epochs"`, live: `${qualifier}"${base}_live"`, sequence: `${qualifier}"${base}_seq"`, ...(schema === undefined ? {} : { schema }) };
 }
 
-export function fenceSchema(names: FenceNames): string[] {
+export function fenceSchema(names: FenceNames & { readonly schema?: string }): string[] {
   return [
+    ...(names.schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${names.schema}"`]),
     `CREATE TABLE IF NOT EXISTS ${names.epochs} (epoch bigint PRIMARY KEY, started_at timestamptz NOT NULL DEFAULT now())`,
     `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.live} (epoch bigint PRIMARY KEY)`,
     `CREATE SEQUENCE IF NOT EXISTS ${names.sequence} NO CYCLE`,

@@ -10,6 +10,7 @@ import {
   stringOption,
   urlParameters,
 } from '@deadbolt/core/adapter';
+import type pg from 'pg';
 
 /** 'advisory': session-level pg_advisory_lock on a dedicated connection. 'lease': a row with a server-clock expiry. */
 export type PostgresMode = 'advisory' | 'lease';
@@ -22,8 +23,14 @@ export interface PostgresBackendOptions {
   readonly mode?: PostgresMode;
   /** A libpq-style `postgres://user:pass@host:port/db` (without Deadbolt's parameters). */
   readonly connectionString?: string;
-  /** Most connections the pool opens. Default 8 (lease) or 10 (advisory: dedicated sessions, each holding many locks). */
-  readonly pool?: number;
+  /**
+   * Most connections the pool opens. Default 8 (lease) or 10 (advisory: dedicated sessions, each
+   * holding many locks). Lease mode also takes the application's own `pg.Pool` (Deadbolt never ends
+   * it; the LISTEN connection is opened with the pool's settings).
+   */
+  readonly pool?: number | pg.Pool;
+  /** The schema of Deadbolt's tables (created if absent). Default: the connection's search_path. */
+  readonly schema?: string;
   /** Lease table (created if absent). Default 'deadbolt_locks'. Advisory fences live in 'deadbolt_fences' (or '<table>_fences'). */
   readonly table?: string;
   /** Deadline of one statement, enforced by the server (statement_timeout) and by the client. Default 2000. */
@@ -38,6 +45,9 @@ export interface ResolvedPostgresOptions {
   readonly mode: PostgresMode;
   readonly connectionString: string;
   readonly pool: number;
+  /** The application's own pool (lease mode), or undefined: Deadbolt opens and ends its own. */
+  readonly ownPool: pg.Pool | undefined;
+  readonly schema: string | undefined;
   readonly table: string;
   readonly fenceTable: string;
   readonly statementTimeoutMs: number;
@@ -50,13 +60,13 @@ export const defaultLeaseTable = 'deadbolt_locks';
 export const defaultFenceTable = 'deadbolt_fences';
 
 /** Deadbolt's URL parameters; `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'table', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace', 'pool', 'prefix']);
+const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'table', 'schema', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace', 'pool', 'prefix']);
 /**
  * libpq parameters that pg's connection-string parser (pg-connection-string) understands: they stay
  * in the connection string handed to pg. Anything else is a typo and is refused before any I/O.
  */
 const libpqParameters: ReadonlySet<string> = new Set(['sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'application_name', 'options', 'host', 'port', 'user', 'password', 'dbname']);
-const objectOptions: ReadonlySet<string> = new Set(['mode', 'connectionString', 'pool', 'table', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace']);
+const objectOptions: ReadonlySet<string> = new Set(['mode', 'connectionString', 'pool', 'schema', 'table', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace']);
 const backend = 'postgres';
 
 /** Splits `postgres://...?mode=lease&table=x` into Deadbolt options and a plain connection string. No I/O. */
@@ -97,15 +107,25 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
   if (typeof table !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) {
     throw new InvalidArgumentError('table', 'expected a plain SQL identifier (letters, digits, _; at most 63)', { backend });
   }
+  const schema = merged.schema;
+  if (schema !== undefined && (typeof schema !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema))) {
+    throw new InvalidArgumentError('schema', 'expected a plain SQL identifier (letters, digits, _; at most 63)', { backend });
+  }
   const namespace = stringOption('namespace', merged.namespace ?? '', backend);
+  const ownPool = isPool(merged.pool) ? merged.pool : undefined;
+  if (ownPool !== undefined && mode === 'advisory') {
+    throw new InvalidArgumentError('pool', 'advisory mode holds dedicated sessions for as long as locks live: give it a connectionString and a pool size, or use mode lease with your pg.Pool', { backend });
+  }
   // Advisory mode multiplexes locks onto sessions; a blocking wait parks one session each.
-  const pool = merged.pool ?? (mode === 'advisory' ? 10 : 8);
+  const pool = ownPool !== undefined ? (ownPool.options.max ?? 10) : (merged.pool ?? (mode === 'advisory' ? 10 : 8));
   const statementTimeoutMs = durationOption('statementTimeoutMs', merged.statementTimeoutMs ?? defaultStatementTimeoutMs, backend);
   const connectTimeoutMs = durationOption('connectTimeoutMs', merged.connectTimeoutMs ?? statementTimeoutMs, backend);
   return Object.freeze({
     mode,
     connectionString,
     pool: integerOption('pool', pool, backend, 1, 1000),
+    ownPool,
+    schema,
     table,
     // The fence table follows a custom lease table's name so two deployments stay apart.
     fenceTable: table === defaultLeaseTable ? defaultFenceTable : `${table}_fences`.slice(0, 63),
@@ -113,4 +133,10 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
     connectTimeoutMs,
     namespace,
   });
+}
+
+/** A pg.Pool (duck-typed: the app's pg may be another copy than ours, so no instanceof). */
+function isPool(value: unknown): value is pg.Pool {
+  const candidate = value as { connect?: unknown; query?: unknown; end?: unknown; options?: unknown } | null;
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.connect === 'function' && typeof candidate.query === 'function' && typeof candidate.end === 'function' && typeof candidate.options === 'object';
 }

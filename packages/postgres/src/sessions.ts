@@ -32,6 +32,7 @@ export class Session {
   dead = false;
   epoch = 0;
   private pinging: Promise<boolean> | undefined;
+  private tail: Promise<void> = Promise.resolve();
   private readonly queued: BatchedCall[] = [];
   private batching = false;
 
@@ -57,13 +58,24 @@ export class Session {
   async query<R extends pg.QueryResultRow>(config: pg.QueryConfig | string, values?: unknown[], ms = this.deadlineMs): Promise<pg.QueryResult<R>> {
     if (this.dead) throw new Error('the session ended');
     this.inflight += 1;
+    // One statement at a time, in order, queued here rather than inside pg (whose queue is deprecated).
+    const turn = this.tail;
+    let done!: () => void;
+    this.tail = new Promise<void>((resolve) => (done = resolve));
     try {
-      return await withDeadline(this.client.query<R>(config as pg.QueryConfig, values), ms);
+      return await withDeadline(
+        turn.then(() => {
+          if (this.dead) throw new Error('the session ended');
+          return this.client.query<R>(config as pg.QueryConfig, values);
+        }),
+        ms,
+      );
     } catch (error) {
       if (error instanceof DeadlineExceededError) this.kill(error);
       throw error;
     } finally {
       this.inflight -= 1;
+      done();
     }
   }
 

@@ -4,11 +4,13 @@
  * hence strictly increasing per key, and they survive a release deleting the row.
  * `t` is a validated identifier (options.ts), quoted here.
  */
-export function leaseSql(table: string) {
-  const t = `"${table}"`;
-  const seq = `"${table.slice(0, 56)}_fence"`;
+export function leaseSql(table: string, schema?: string) {
+  const qualifier = schema === undefined ? '' : `"${schema}".`;
+  const t = `${qualifier}"${table}"`;
+  const seq = `${qualifier}"${table.slice(0, 56)}_fence"`;
   return {
     schema: [
+      ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
       `CREATE TABLE IF NOT EXISTS ${t} (key text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, expires_at timestamptz NOT NULL)`,
       `CREATE SEQUENCE IF NOT EXISTS ${seq}`,
     ],

@@ -2,7 +2,8 @@ import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/
 import { type AcquireRequest } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresBackend, LeaseBackend } from '../src/index.js';
+import { InvalidArgumentError } from '@deadbolt/core';
+import { createPostgresBackend, LeaseBackend, resolvePostgresOptions } from '../src/index.js';
 
 let server: PostgresServerHandle;
 let admin: pg.Client;
@@ -20,6 +21,26 @@ const backend = (): LeaseBackend => createPostgresBackend(`${server.url}?mode=le
 const request = (key: string, ttlMs = 10_000): AcquireRequest => ({ key, owner: 'o', ttlMs, onLost: () => undefined });
 
 describe('postgres:lease', () => {
+  it("runs on the application's own pg.Pool in its own schema, and never ends that pool", async () => {
+    const pool = new pg.Pool({ connectionString: server.url, max: 3 });
+    const b = createPostgresBackend({ mode: 'lease', pool, schema: 'app_locks', table: 'held' }) as LeaseBackend;
+    try {
+      const grant = await b.tryAcquire(request('own-pool'));
+      expect(grant.acquired).toBe(true);
+      const rows = await admin.query<{ key: string }>('SELECT key FROM app_locks.held');
+      expect(rows.rows.map((row) => row.key)).toEqual(['own-pool']);
+      if (grant.acquired) expect(await b.release(grant.grant)).toBe(true);
+      await b.close();
+      // Still usable: Deadbolt did not end the caller's pool.
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]?.one).toBe(1);
+    } finally {
+      await b.close();
+      await pool.end();
+    }
+    expect(() => resolvePostgresOptions(undefined, { mode: 'advisory', pool })).toThrow(InvalidArgumentError);
+    expect(() => resolvePostgresOptions('postgres://h/db?mode=lease&schema=no-dash')).toThrow(InvalidArgumentError);
+  });
+
   it('expiry is judged by the server clock, and the retry hint is the remaining lease', async () => {
     const b = backend();
     try {

@@ -78,7 +78,7 @@ export class AdvisoryBackend implements LockBackend {
   }
 
   constructor(private readonly options: ResolvedPostgresOptions) {
-    this.names = fenceNames(options.fenceTable);
+    this.names = fenceNames(options.fenceTable, options.schema);
     this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     // Named: parsed and planned once per session. nextval runs only for a granted row, after the grant.
     const counter = `CASE WHEN pg_try_advisory_lock(id) THEN nextval('${this.names.sequence}')::text END AS counter`;

@@ -30,6 +30,8 @@ export class LeaseBackend implements LockBackend {
   readonly capabilities = leaseCapabilities;
   readonly defaultPrefix = '';
   private readonly pool: pg.Pool;
+  /** False for the application's own pool, which its owner ends, not close(). */
+  private readonly ownsPool: boolean;
   private readonly sql: ReturnType<typeof leaseSql>;
   private readonly listener: ReleaseListener;
   private readonly deadlineMs: number;
@@ -38,16 +40,19 @@ export class LeaseBackend implements LockBackend {
   private closing: Promise<void> | undefined;
 
   constructor(options: ResolvedPostgresOptions) {
-    this.sql = leaseSql(options.table);
+    this.sql = leaseSql(options.table, options.schema);
     this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     // Queue time is bounded separately from the statement deadline (see Gate).
     this.gate = new Gate(options.pool, 30_000);
-    this.pool = new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+    this.ownsPool = options.ownPool === undefined;
+    this.pool = options.ownPool ?? new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
     // An idle pooled connection that dies emits 'error' on the pool; the next query reconnects.
-    this.pool.on('error', () => undefined);
+    if (this.ownsPool) this.pool.on('error', () => undefined);
+    // The LISTEN connection: with the application's pool, opened with that pool's settings.
+    const listenConfig: pg.ClientConfig = options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
     this.listener = new ReleaseListener(
       () => {
-        const client = new pg.Client({ ...clientConfig(options), statement_timeout: options.statementTimeoutMs });
+        const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
         client.on('error', () => undefined);
         return client;
       },
@@ -107,7 +112,7 @@ export class LeaseBackend implements LockBackend {
   }
 
   close(): Promise<void> {
-    this.closing ??= Promise.all([this.listener.close(), withDeadline(this.pool.end(), 1_000).catch(() => undefined)]).then(() => undefined);
+    this.closing ??= Promise.all([this.listener.close(), this.ownsPool ? withDeadline(this.pool.end(), 1_000).catch(() => undefined) : undefined]).then(() => undefined);
     return this.closing;
   }
 
