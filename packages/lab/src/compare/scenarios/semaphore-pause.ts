@@ -8,6 +8,7 @@ const rows = [
   { ...targetCatalogue['zookeeper/ephemeral-sequential'], mode: 'semaphore' },
   { ...targetCatalogue['redis/setnx'], mode: 'semaphore' },
   { ...targetCatalogue['postgres/lease'], mode: 'semaphore' },
+  { ...targetCatalogue['postgres/advisory'], mode: 'advisory semaphore' },
 ] as const;
 
 const permits = 2;
@@ -26,6 +27,11 @@ export const semaphorePause: Scenario = {
         holdMs: 300, othersStartAfterFirstHold: true, perClient: () => ({ primitive: { kind: 'semaphore', permits } }),
       };
       const history = await runWorkload(spec, (ctx) => pauseFirstHolder(ctx, `c0 paused (SIGSTOP) ${(t.ttlMs * 3) / 1000} s`, t.ttlMs * 3));
+      if ('sessionBound' in t && t.sessionBound) {
+        return row(t.backend, t.mode, 'semaphore-pause', history,
+          `never more than ${permits} holders: a permit lives with the database session, which a paused holder keeps, so the others share the remaining permit`,
+          (c) => c.overlaps === 0);
+      }
       return row(t.backend, t.mode, 'semaphore-pause', history,
         `more than ${permits} holders at once while the paused holder's permit is given away (a permit is a lease, whatever the class)`,
         (c) => c.overlaps > 0);
