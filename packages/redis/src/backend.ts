@@ -15,7 +15,7 @@ import { Cluster, type Redis } from 'ioredis';
 import { closeConnection, openCommandConnection, openMasters } from './connections.js';
 import { withDeadline } from './deadline.js';
 import { campaignSetnx, leaderSetnx } from './election.js';
-import { releaseChannel } from './keys.js';
+import { releaseChannel, waitingKey, waitingMarkMs } from './keys.js';
 import { FairMode } from './modes/fair.js';
 import { GetsetMode } from './modes/getset.js';
 import { HashReentrantMode } from './modes/hash-reentrant.js';
@@ -25,6 +25,7 @@ import { SetnxMode } from './modes/setnx.js';
 import { bySlotThenKey, tryAcquireManySetnx } from './multi.js';
 import { ReleaseNotifier } from './notifier.js';
 import type { ResolvedRedisOptions } from './options.js';
+import { runScript } from './scripts.js';
 import { TokenSource } from './token.js';
 
 /** A connection in subscriber mode can run nothing else: it is a second socket, ours to close. */
@@ -213,7 +214,8 @@ export class RedisBackend implements LockBackend {
   /** After subscribing: is the lock still there? If not, the release happened before we listened. */
   private async stillHeld(connection: Redis | Cluster, key: string): Promise<boolean> {
     try {
-      return (await withDeadline(connection.exists(key), this.deadlineMs)) > 0;
+      // Marks the key as waited on in the same step, so the next release publishes (mark-waiting.lua).
+      return Number(await withDeadline(runScript(connection, 'mark-waiting', [key, waitingKey(key)], [waitingMarkMs]), this.deadlineMs)) > 0;
     } catch {
       return true; // unknown: the waiter's own timer bounds the wait
     }

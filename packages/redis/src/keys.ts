@@ -69,6 +69,21 @@ export function fenceKey(key: string): string {
   return siblingKey(key, 'fence');
 }
 
+/**
+ * Set by every waiter once its subscription is live (setnx, hash-reentrant; mark-waiting.lua): a
+ * release publishes only while it exists, so an uncontended cycle costs no PUBLISH.
+ */
+export function waitingKey(key: string): string {
+  return siblingKey(key, 'waiting');
+}
+
+/**
+ * How long a waiter's mark lives. Core waits at most 2 s (its notification fallback) before it
+ * tries again and marks again; the margin covers a slow event loop. Were it to lapse, a waiter would
+ * miss one message and wake at its own timer: slower, never unsafe.
+ */
+export const waitingMarkMs = 10_000;
+
 /** The pub/sub channel a release is announced on. Channels are not keys: no slot constraint. */
 export function releaseChannel(key: string): string {
   return `deadbolt:released:${key}`;

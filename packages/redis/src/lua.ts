@@ -118,8 +118,8 @@ return {0, redis.call('PTTL', KEYS[1])}
 `;
 
 export const hashReleaseLua = `-- hash-reentrant mode, release one hold (seed 001, Redisson's unlockInnerAsync): decrement the
--- owner's count; at zero delete the hash and publish on the lock's channel so waiters wake.
--- KEYS[1] lock hash; ARGV[1] owner id, ARGV[2] channel
+-- owner's count; at zero delete the hash and, if someone waits (the marker), publish on the lock's channel.
+-- KEYS[1] lock hash, KEYS[2] waiters' marker; ARGV[1] owner id, ARGV[2] channel
 -- returns 1 when a hold was released (2 when it was the last), 0 when the owner held nothing
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   return 0
@@ -128,14 +128,16 @@ if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
   return 1
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], 'released')
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('PUBLISH', ARGV[2], 'released')
+end
 return 2
 `;
 
 export const hashUndoLua = `-- hash-reentrant mode, undo an attempt whose answer was lost (issue 14: a frozen server runs it
 -- later). Takes back the hold only if the hash still names this attempt as the last to add one; if
 -- another hold came since, leaving ours costs at most the lease's ttl, taking theirs would be unsafe.
--- KEYS[1] lock hash; ARGV[1] owner id, ARGV[2] attempt id, ARGV[3] channel
+-- KEYS[1] lock hash, KEYS[2] waiters' marker; ARGV[1] owner id, ARGV[2] attempt id, ARGV[3] channel
 -- returns 1 when a hold was taken back (2 when it was the last), 0 when this attempt added none
 if redis.call('HGET', KEYS[1], '') ~= ARGV[2] then
   return 0
@@ -145,7 +147,9 @@ if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
   return 1
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[3], 'released')
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('PUBLISH', ARGV[3], 'released')
+end
 return 2
 `;
 
@@ -180,6 +184,30 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {1, redis.call('INCR', KEYS[2])}
 end
 return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+export const markWaitingLua = `-- setnx and hash-reentrant: a waiter whose subscription is live marks the key as waited on and
+-- asks, in the same atomic step, whether the lock is still there. Releases publish only while the
+-- mark exists, so an uncontended cycle sends no PUBLISH (which Redis replicates, and broadcasts to
+-- every node of a Cluster); a release before the mark is seen here as a free key.
+-- KEYS[1] lock key, KEYS[2] waiters' marker (same hash slot); ARGV[1] marker lifetime in ms
+-- returns 1 when the lock is still held, 0 when it is free
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+return redis.call('EXISTS', KEYS[1])
+`;
+
+export const setnxReleaseLua = `-- setnx mode, release: compare-and-delete (the Redis docs' "Distributed locks" page), then announce
+-- the release only if a waiter marked the key as waited on (mark-waiting).
+-- KEYS[1] lock key, KEYS[2] waiters' marker; ARGV[1] token, ARGV[2] channel
+-- returns 1 when deleted, 0 when the key was not ours (expired, or another owner's)
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    redis.call('PUBLISH', ARGV[2], 'released')
+  end
+  return 1
+end
+return 0
 `;
 
 /**

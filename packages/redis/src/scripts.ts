@@ -4,13 +4,15 @@ import * as lua from './lua.js';
 /** Script name -> its Lua source and the number of KEYS it takes. */
 const scripts = {
   'setnx-acquire': { keys: 2, lua: lua.setnxAcquireLua },
+  'setnx-release': { keys: 2, lua: lua.setnxReleaseLua },
+  'mark-waiting': { keys: 2, lua: lua.markWaitingLua },
   'set-nx-px': { keys: 1, lua: lua.setNxPxLua },
   'compare-delete': { keys: 1, lua: lua.compareDeleteLua },
   'compare-pexpire': { keys: 1, lua: lua.comparePexpireLua },
   'hash-acquire': { keys: 2, lua: lua.hashAcquireLua },
-  'hash-release': { keys: 1, lua: lua.hashReleaseLua },
+  'hash-release': { keys: 2, lua: lua.hashReleaseLua },
   'hash-renew': { keys: 1, lua: lua.hashRenewLua },
-  'hash-undo': { keys: 1, lua: lua.hashUndoLua },
+  'hash-undo': { keys: 2, lua: lua.hashUndoLua },
   'getset-acquire': { keys: 1, lua: lua.getsetAcquireLua },
   'getset-release': { keys: 1, lua: lua.getsetReleaseLua },
   'getset-renew': { keys: 1, lua: lua.getsetRenewLua },

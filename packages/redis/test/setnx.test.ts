@@ -2,6 +2,7 @@ import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fenceKey } from '../src/index.js';
+import { waitingKey } from '../src/keys.js';
 import { grantOf, Opened, request } from './support.js';
 
 let server: ServerHandle;
@@ -22,6 +23,25 @@ describe('redis setnx mode', () => {
     expect(grant.token).toMatch(/^[0-9a-f]{32}$/);
     expect(Number(await raw.get(fenceKey('plain:key')))).toBe(grant.fence);
     expect(await raw.pttl('plain:key')).toBeGreaterThan(9_000);
+  });
+
+  it('an uncontended release publishes nothing; while someone waits, releases announce themselves', async () => {
+    const backend = opened.backend(server.url);
+    const raw = opened.raw(server.url);
+    const publishes = async (): Promise<number> => Number(/cmdstat_publish:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0);
+    await raw.config('RESETSTAT');
+    for (let i = 0; i < 10; i += 1) await backend.release(await grantOf(backend, request('lean:key', 10_000)));
+    expect(await publishes()).toBe(0);
+    const held = await grantOf(backend, request('lean:key', 10_000, 'a'));
+    const waiting = backend.waitForChange!('lean:key', 10_000, new AbortController().signal);
+    // The waiter marks the key once its subscription is live (and checks the lock in the same step).
+    for (const until = Date.now() + 5_000; (await raw.exists(waitingKey('lean:key'))) === 0; ) {
+      if (Date.now() > until) throw new Error('the waiter never marked the key');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await backend.release(held);
+    await waiting;
+    expect(await publishes()).toBe(1);
   });
 
   it('returns the holder pttl as retryAfterMs when busy', async () => {

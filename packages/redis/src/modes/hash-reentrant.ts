@@ -1,6 +1,6 @@
 import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
-import { fenceKey, releaseChannel } from '../keys.js';
+import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { pair, queueScript, runScript } from '../scripts.js';
 import { baseCapabilities, type LockMode } from './mode.js';
@@ -37,7 +37,7 @@ export class HashReentrantMode implements LockMode {
    * did not add: hash-undo drops one hold only while the hash still names this attempt as the last one.
    */
   undoAcquire(request: AcquireRequest, attempt: string): Promise<unknown> {
-    return runScript(this.connection, 'hash-undo', [request.key], [request.owner, attempt, releaseChannel(request.key)]);
+    return runScript(this.connection, 'hash-undo', [request.key, waitingKey(request.key)], [request.owner, attempt, releaseChannel(request.key)]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
@@ -54,7 +54,7 @@ export class HashReentrantMode implements LockMode {
   }
 
   async release(grant: Grant): Promise<boolean> {
-    return Number(await runScript(this.connection, 'hash-release', [grant.key], [grant.token, releaseChannel(grant.key)])) > 0;
+    return Number(await runScript(this.connection, 'hash-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)])) > 0;
   }
 
   async close(): Promise<void> {}

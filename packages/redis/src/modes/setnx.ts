@@ -1,6 +1,6 @@
 import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
-import { fenceKey, releaseChannel } from '../keys.js';
+import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { pair, queueScript, runScript } from '../scripts.js';
 import { TokenSource } from '../token.js';
@@ -39,7 +39,7 @@ export class SetnxMode implements LockMode {
   }
 
   undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
-    return runScript(this.connection, 'compare-delete', [request.key], [token, releaseChannel(request.key)]);
+    return runScript(this.connection, 'setnx-release', [request.key, waitingKey(request.key)], [token, releaseChannel(request.key)]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
@@ -56,7 +56,7 @@ export class SetnxMode implements LockMode {
   }
 
   async release(grant: Grant): Promise<boolean> {
-    return Number(await runScript(this.connection, 'compare-delete', [grant.key], [grant.token, releaseChannel(grant.key)])) === 1;
+    return Number(await runScript(this.connection, 'setnx-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)])) === 1;
   }
 
   async close(): Promise<void> {}
