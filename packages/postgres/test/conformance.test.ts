@@ -1,7 +1,8 @@
 import { describeLockConformance } from '@deadbolt/conformance';
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient } from '@deadbolt/core';
-import { advisoryCapabilities, leaseCapabilities } from '../src/index.js';
+import { createLockClient, type LockClient } from '@deadbolt/core';
+import type { LockBackend } from '@deadbolt/core/adapter';
+import { advisoryCapabilities, createPostgresBackend, leaseCapabilities } from '../src/index.js';
 
 /** The shared suite against both modes, with the fixture's restart/pause/down faults. */
 const faults = {
@@ -25,10 +26,21 @@ describeLockConformance<PostgresServerHandle>({
   faults,
 });
 
+// Lease clients keep their backend, so the election's killed-leader case can crash one: its pool
+// closes with no release, its rows stay until their server-clock expiry.
+const leaseBackends = new WeakMap<LockClient, LockBackend>();
 describeLockConformance<PostgresServerHandle>({
   name: 'postgres:lease',
   capabilities: leaseCapabilities,
   servers: () => startPostgres(),
-  create: (server, { prefix }) => createLockClient({ url: `${server!.url}?mode=lease&statementTimeoutMs=2000`, prefix }),
+  create: (server, { prefix }) => {
+    const backend = createPostgresBackend(`${server!.url}?mode=lease&statementTimeoutMs=2000`);
+    const client = createLockClient({ backend, prefix });
+    leaseBackends.set(client, backend);
+    return client;
+  },
+  kill: async (client) => {
+    await leaseBackends.get(client)?.close();
+  },
   faults,
 });

@@ -1,6 +1,21 @@
-import { BackendUnavailableError, DeadboltError, guardCall, inspectSafely, withDeadline, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import {
+  BackendUnavailableError,
+  DeadboltError,
+  guardCall,
+  inspectSafely,
+  withDeadline,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Capabilities,
+  type ElectionBackend,
+  type Grant,
+  type LockBackend,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { clientConfig, Gate, isAlreadyExists } from '../connect.js';
+import { electionSql, LeaseElection } from '../election.js';
 import { ReleaseListener } from '../listener.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { leaseSql, releaseChannel } from '../sql.js';
@@ -15,6 +30,8 @@ export const leaseCapabilities: Capabilities = Object.freeze({
   clock: 'server',
   minTtlMs: 10,
   maxKeyBytes: 1024,
+  // Elections on the lease row, the fence as term, the leader's id beside it (election.ts).
+  election: true,
 });
 
 /** Client-side slack over statement_timeout, which should fire first while the server runs. */
@@ -25,7 +42,7 @@ const slackMs = 500;
  * conditional upsert (INSERT ... ON CONFLICT DO UPDATE ... WHERE expires_at < now()). Release deletes
  * only our row (owner = the grant's random token) and NOTIFYs waiters in the same statement.
  */
-export class LeaseBackend implements LockBackend {
+export class LeaseBackend implements LockBackend, ElectionBackend {
   readonly name = 'postgres:lease';
   readonly capabilities = leaseCapabilities;
   readonly defaultPrefix = '';
@@ -38,6 +55,7 @@ export class LeaseBackend implements LockBackend {
   private readonly gate: Gate;
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  private readonly election: LeaseElection;
 
   constructor(options: ResolvedPostgresOptions) {
     this.sql = leaseSql(options.table, options.schema);
@@ -59,6 +77,20 @@ export class LeaseBackend implements LockBackend {
       releaseChannel,
       options.connectTimeoutMs + options.statementTimeoutMs,
     );
+    this.election = new LeaseElection({
+      sql: electionSql(options.table),
+      query: async (action, key, text, params) => (await this.run(action, key, () => this.pool.query(text, [...params]))).rows,
+      waitForChange: (key, maxWaitMs, signal) => this.waitForChange(key, maxWaitMs, signal),
+    });
+  }
+
+  /** Waits to lead `request.key`: the lease row with the candidate's id beside it (election.ts). */
+  campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    return this.election.campaign(request, deadline, signal);
+  }
+
+  leader(key: string): Promise<string | undefined> {
+    return this.election.leader(key);
   }
 
   /** One statement's deadline (connect + statement + slack); core's wait bound is waitMs + this. */
