@@ -11,10 +11,11 @@ import { randomToken } from './token.js';
  * into `<table>_leaders` next to the lease's token; `leader()` joins the two, so the record names the
  * leader only while its token holds a live lease. Followers wait for the release NOTIFY.
  */
-export function electionSql(table: string) {
-  const t = `"${table}"`;
-  const seq = `"${table.slice(0, 56)}_fence"`;
-  const leaders = `"${table.slice(0, 55)}_leaders"`;
+export function electionSql(table: string, schema?: string) {
+  const qualifier = schema === undefined ? '' : `"${schema}".`;
+  const t = `${qualifier}"${table}"`;
+  const seq = `${qualifier}"${table.slice(0, 56)}_fence"`;
+  const leaders = `${qualifier}"${table.slice(0, 55)}_leaders"`;
   return {
     schema: `CREATE TABLE IF NOT EXISTS ${leaders} (key text PRIMARY KEY, token text NOT NULL, id text NOT NULL)`,
     campaign: `WITH taken AS (

@@ -44,6 +44,17 @@ describe('postgres:lease election', () => {
     await election.resign();
   });
 
+  it('with ?schema=, the leaders table lives in that schema beside the lease table', async () => {
+    const scoped = createLockClient(`${server.url}?mode=lease&schema=deadbolt_elect`);
+    clients.push(scoped);
+    const election = scoped.elect('pg-scoped', { id: 'node-s' });
+    await election[Symbol.asyncIterator]().next();
+    expect(await election.leader()).toBe('node-s');
+    const { rows } = await admin.query<{ id: string }>(`SELECT id FROM deadbolt_elect.deadbolt_locks_leaders WHERE key = 'pg-scoped'`);
+    expect(rows.map((row) => row.id)).toEqual(['node-s']);
+    await election.resign();
+  });
+
   it('advisory mode refuses election with UnsupportedOperationError (use mode=lease)', async () => {
     const error = await client('advisory').elect('pg-adv', { id: 'x' }).leader().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedOperationError);

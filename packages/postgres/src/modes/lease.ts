@@ -78,7 +78,7 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
       options.connectTimeoutMs + options.statementTimeoutMs,
     );
     this.election = new LeaseElection({
-      sql: electionSql(options.table),
+      sql: electionSql(options.table, options.schema),
       query: async (action, key, text, params) => (await this.run(action, key, () => this.pool.query(text, [...params]))).rows,
       waitForChange: (key, maxWaitMs, signal) => this.waitForChange(key, maxWaitMs, signal),
     });
