@@ -4,6 +4,8 @@ import { createLockClient, type LockClient } from '@deadbolt/core';
 import type { LockBackend } from '@deadbolt/core/adapter';
 import { advisoryCapabilities, createPostgresBackend, leaseCapabilities } from '../src/index.js';
 
+const advisoryBackends = new WeakMap<LockClient, LockBackend>();
+
 /** The shared suite against both modes, with the fixture's restart/pause/down faults. */
 const faults = {
   restart: (server: PostgresServerHandle) => server.restart(),
@@ -20,7 +22,16 @@ describeLockConformance<PostgresServerHandle>({
   name: 'postgres:advisory',
   capabilities: advisoryCapabilities,
   servers: () => startPostgres(),
-  create: (server, { prefix }) => createLockClient({ url: `${server!.url}?mode=advisory&statementTimeoutMs=2000`, prefix }),
+  create: (server, { prefix }) => {
+    const backend = createPostgresBackend(`${server!.url}?mode=advisory&statementTimeoutMs=2000`);
+    const client = createLockClient({ backend, prefix });
+    advisoryBackends.set(client, backend);
+    return client;
+  },
+  // A crash as the server sees it: every session of the client ends, no unlock is sent.
+  kill: async (client) => {
+    await advisoryBackends.get(client)?.close();
+  },
   // A read-write hold opens its own session: 60 chaos operations keep the case to a few seconds.
   chaosOperations: 60,
   faults,

@@ -1,7 +1,7 @@
 import { LockUpgradeError, type Lock, type LockClient } from '@deadbolt/core';
 import type { CaseContext, ConformanceCase, ResolvedOptions } from './context.js';
 import { crashedHold, delay, needsCrash, nothingLeft, Occupancy, queued, seeded, track } from './primitives-util.js';
-import { assert, rejection, within } from './util.js';
+import { assert, rejection, waitUntil, within } from './util.js';
 
 /**
  * Read-write locks (capabilities.readWrite): sharing, exclusion, FIFO across modes (no starvation
@@ -120,6 +120,15 @@ export const fifoAcrossModes: ConformanceCase = {
     const r1 = await rw(c1).read.acquire();
     const w1 = await queued(c2, () => rw(c2).write.acquire({ waitMs: WAIT_MS }));
     void w1.promise.then(() => order.push('W1'), () => order.push('W1 failed'));
+    // 'contended' may come from a failed attempt made before the writer joins the server's queue
+    // (PostgreSQL tries once, then waits): probe until a new reader is refused, i.e. W1 is queued.
+    // A backend that lets readers pass a queued writer never refuses one, and fails here.
+    const writerQueued = await waitUntil(async () => {
+      const probe = await rw(c3).read.tryAcquire();
+      await probe?.release();
+      return probe === null;
+    }, 5_000);
+    assert(writerQueued, 'a new reader was still admitted 5 s after W1 queued behind R1: readers pass a waiting writer');
     const r2 = await queued(c3, () => rw(c3).read.acquire({ waitMs: WAIT_MS }));
     void r2.promise.then(() => order.push('R2'), () => order.push('R2 failed'));
     await r1.release();
