@@ -116,6 +116,8 @@ export interface LockBackend {
    * backend full keys, so backends must ignore a `prefix` URL parameter.
    */
   readonly defaultPrefix?: string;
+  /** Where it connects, for error messages: `host:port[,host:port]`. Never a URL or a credential. */
+  readonly endpoint?: string;
   /**
    * The adapter's own deadline of one call (its command or statement timeout), in ms. Core bounds
    * each call a little above it and lets an acquire settle no later than waitMs + this (issue 14).

@@ -481,6 +481,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       action,
       key,
       backend: backend.name,
+      endpoint: backend.endpoint,
       // A backstop only: the adapter's own deadline fires first, and a call may queue in the adapter
       // (a pool) before that deadline starts, so never tighter than the default.
       timeoutMs: policy.timeoutMs ?? Math.max(defaultCallTimeoutMs, this.callTimeoutMs(backend) + safetyNetSlackMs),

@@ -88,6 +88,18 @@ export class BackendUnavailableError extends DeadboltError {
   }
 }
 
+/**
+ * The server answered but refused the configuration: authentication failed, the database does not
+ * exist. Not an outage, and retrying will not help: fix the URL or options. Never quotes a password.
+ */
+export class BackendConfigurationError extends DeadboltError {
+  override readonly code = 'BACKEND_CONFIGURATION';
+
+  constructor(problem: string, context: ErrorContext = {}) {
+    super(`the server refused the configuration: ${problem}. Fix the URL or options (credentials, database name)`, context);
+  }
+}
+
 /** Bad input: caught before any I/O. The message says what was wrong and what to do. */
 export class InvalidArgumentError extends DeadboltError {
   override readonly code: string = 'INVALID_ARGUMENT';

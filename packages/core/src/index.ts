@@ -20,6 +20,7 @@ export function createLockClient<Url extends string = string, Name extends strin
 
 export type { Capabilities, LockBackend } from './backend.js';
 export {
+  BackendConfigurationError,
   BackendUnavailableError,
   ClientClosedError,
   DeadboltError,

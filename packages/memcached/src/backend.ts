@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import { endpointOf, guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
 import memjs from 'memjs';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
@@ -39,6 +39,8 @@ export class MemcachedBackend implements LockBackend {
   readonly name = 'memcached';
   readonly capabilities = memcachedCapabilities;
   readonly defaultPrefix = 'deadbolt:';
+  /** The servers, for error messages. */
+  readonly endpoint: string;
 
   readonly #options: ResolvedMemcachedOptions;
   #client: memjs.Client | undefined;
@@ -60,6 +62,7 @@ export class MemcachedBackend implements LockBackend {
 
   constructor(options: ResolvedMemcachedOptions) {
     this.#options = options;
+    this.endpoint = endpointOf(options.servers);
     this.#client = options.client;
     this.#ownsClient = options.client === undefined;
   }
@@ -203,7 +206,7 @@ export class MemcachedBackend implements LockBackend {
 
   #run<T>(action: string, key: string, operation: () => Promise<T>, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
     this.#corkThisTick();
-    return guardCall(operation, { action, key, backend: this.name, timeoutMs: this.#options.timeoutMs, signal: this.#closed.signal, undo });
+    return guardCall(operation, { action, key, backend: this.name, endpoint: this.endpoint, timeoutMs: this.#options.timeoutMs, signal: this.#closed.signal, undo });
   }
 }
 

@@ -1,5 +1,6 @@
 import {
   choiceOption,
+  endpointOf,
   definedEntries,
   durationOption,
   integerOption,
@@ -42,6 +43,8 @@ export interface PostgresBackendOptions {
 }
 
 export interface ResolvedPostgresOptions {
+  /** `host:port` of the connection string, for error messages (never the URL: it holds the password). */
+  readonly endpoint: string;
   readonly mode: PostgresMode;
   readonly connectionString: string;
   readonly pool: number;
@@ -122,6 +125,12 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
   const connectTimeoutMs = durationOption('connectTimeoutMs', merged.connectTimeoutMs ?? statementTimeoutMs, backend);
   return Object.freeze({
     mode,
+    endpoint:
+      ownPool === undefined
+        ? endpointOfConnectionString(connectionString)
+        : typeof ownPool.options.connectionString === 'string'
+          ? endpointOfConnectionString(ownPool.options.connectionString)
+          : endpointOf([{ host: ownPool.options.host ?? 'localhost', port: ownPool.options.port ?? 5432 }]),
     connectionString,
     pool: integerOption('pool', pool, backend, 1, 1000),
     ownPool,
@@ -139,4 +148,15 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
 function isPool(value: unknown): value is pg.Pool {
   const candidate = value as { connect?: unknown; query?: unknown; end?: unknown; options?: unknown } | null;
   return typeof candidate === 'object' && candidate !== null && typeof candidate.connect === 'function' && typeof candidate.query === 'function' && typeof candidate.end === 'function' && typeof candidate.options === 'object';
+}
+
+/** `host:port` of a postgres:// URL (libpq defaults: localhost, 5432; a `host=` parameter wins). */
+function endpointOfConnectionString(text: string): string {
+  try {
+    const url = new URL(text);
+    const host = url.searchParams.get('host') ?? (decodeURIComponent(url.hostname.replace(/^\[|\]$/g, '')) || 'localhost');
+    return endpointOf([{ host, port: Number(url.searchParams.get('port') ?? (url.port || 5432)) }]);
+  } catch {
+    return 'the configured server';
+  }
 }

@@ -1,5 +1,6 @@
 import {
   BackendUnavailableError,
+  endpointOf,
   guardCall,
   inspectSafely,
   type AcquireRequest,
@@ -12,7 +13,7 @@ import {
   type TermGrant,
 } from '@deadbolt/core/adapter';
 import { Cluster, type Redis } from 'ioredis';
-import { closeConnection, openCommandConnection, openMasters } from './connections.js';
+import { closeConnection, lastConnectionError, openCommandConnection, openMasters } from './connections.js';
 import { withDeadline } from './deadline.js';
 import { campaignSetnx, leaderSetnx } from './election.js';
 import { releaseChannel, waitingKey, waitingMarkMs } from './keys.js';
@@ -49,6 +50,8 @@ export class RedisBackend implements LockBackend {
   readonly name: string;
   readonly capabilities: Capabilities;
   readonly defaultPrefix = 'deadbolt:';
+  /** The configured nodes (or Sentinels), for error messages; the app's own client has none we know. */
+  readonly endpoint: string | undefined;
   /** Present only for modes that publish releases (setnx, hash-reentrant); core polls for the others. */
   readonly waitForChange?: (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
   /** Present only for the fair mode: the server queues the waiter and grants it in place. */
@@ -82,6 +85,7 @@ export class RedisBackend implements LockBackend {
 
   constructor(private readonly options: ResolvedRedisOptions) {
     this.name = `redis:${options.mode}`;
+    this.endpoint = options.client !== undefined || options.clients !== undefined ? undefined : endpointOf(options.nodes);
     if (options.mode === 'redlock') {
       const masters = openMasters(options);
       for (const master of masters) if (master.owned) this.owned.push(master.connection);
@@ -226,13 +230,24 @@ export class RedisBackend implements LockBackend {
    * false: the operation bounds itself (a queued acquire waits up to its own deadline). Only RedLock
    * adds a timer of its own; elsewhere ioredis' commandTimeout bounds the one command (hot path).
    */
+  /**
+   * ioredis rejects a command on a connection that cannot connect with "Reached the max retries per
+   * request limit" (or "Connection is closed"): the connection's own error says why (refused, no
+   * such host, wrong password), so that is what the caller gets.
+   */
+  private withConnectionReason(error: unknown): unknown {
+    const generic = error instanceof Error && (error.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable/.test(error.message));
+    return (generic ? lastConnectionError(this.commandConnections) : undefined) ?? error;
+  }
+
   private run<T>(action: string, key: string | undefined, operation: () => Promise<T>, bounded = true, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
     if (this.closing) return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
     const timed = bounded && this.ownDeadline;
-    return guardCall(operation, {
+    return guardCall(() => operation().catch((error: unknown) => Promise.reject(this.withConnectionReason(error))), {
       action,
       key,
       backend: this.name,
+      endpoint: this.endpoint,
       timeoutMs: timed ? this.deadlineMs : Number.POSITIVE_INFINITY,
       signal: timed ? this.closed.signal : undefined,
       undo,

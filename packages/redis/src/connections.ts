@@ -33,10 +33,27 @@ export interface OwnedConnection<T extends Redis | Cluster = Redis | Cluster> {
   readonly owned: boolean;
 }
 
-/** Quiet 'error' events: failures reach callers as rejected commands; an unhandled event would only log noise. */
+/** The last connection-level error of each connection (ECONNREFUSED, ENOTFOUND, WRONGPASS...). */
+const lastErrors = new WeakMap<Redis | Cluster, { readonly error: Error; readonly at: number }>();
+
+/**
+ * Quiet 'error' events (failures reach callers as rejected commands; an unhandled event would only
+ * log noise), but remember the last one: with maxRetriesPerRequest 0 a command on a connection that
+ * cannot connect fails with "Reached the max retries per request limit", and the reason is here.
+ */
 function silence<T extends Redis | Cluster>(connection: T): T {
-  connection.on('error', () => undefined);
+  connection.on('error', (error: Error) => lastErrors.set(connection, { error, at: Date.now() }));
   return connection;
+}
+
+/** The most recent connection error among `connections`, if any. */
+export function lastConnectionError(connections: readonly (Redis | Cluster)[]): Error | undefined {
+  let latest: { readonly error: Error; readonly at: number } | undefined;
+  for (const connection of connections) {
+    const entry = lastErrors.get(connection);
+    if (entry !== undefined && (latest === undefined || entry.at > latest.at)) latest = entry;
+  }
+  return latest?.error;
 }
 
 export function openNode(node: RedisNodeAddress, options: ResolvedRedisOptions, commandTimeoutMs = options.commandTimeoutMs): Redis {

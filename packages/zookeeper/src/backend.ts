@@ -57,6 +57,8 @@ export interface ZooKeeperGrant extends Grant {
 
 export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend {
   readonly name = 'zookeeper';
+  /** The ensemble, for error messages. */
+  readonly endpoint: string;
   readonly capabilities = zooKeeperCapabilities;
   /** No prefix by default: key K is the lock `<basePath>/K`, the path a Curator InterProcessMutex uses. */
   readonly defaultPrefix = '';
@@ -73,6 +75,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     readonly options: ResolvedZooKeeperOptions,
     private readonly hooks: RecipeHooks = {},
   ) {
+    this.endpoint = options.connectString;
     this.session = new ZooKeeperSession(options, this.name);
     this.abandoned = new GuaranteedDeletes(() => this.session.ready(Date.now() + options.operationTimeoutMs), options.operationTimeoutMs);
     this.parents = new ParentSweeper(options.parentCleanupDelayMs, (path) => this.removeIfEmpty(path));

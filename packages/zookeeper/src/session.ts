@@ -74,7 +74,7 @@ export class ZooKeeperSession {
     // Never connected: stop the client's endless reconnect loop. A session that exists (locks may be
     // held on it) is kept: the client keeps trying until it reconnects or the session is given up.
     if (this.client === client && !this.everConnected) this.drop(client);
-    throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error(`no ZooKeeper session within ${this.options.connectTimeoutMs} ms`) });
+    throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error(`no ZooKeeper session with ${this.options.connectString} within ${this.options.connectTimeoutMs} ms`) });
   }
 
   /** Aborts when the session the last ready() returned ends. */

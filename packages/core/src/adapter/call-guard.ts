@@ -1,5 +1,6 @@
 import { DeadlineExceededError } from '../deadline.js';
 import { BackendUnavailableError, DeadboltError } from '../errors.js';
+import { explainConnectionError } from './connection-errors.js';
 
 /** What one guarded call is, for the typed error it may become. Never a URL or a credential. */
 export interface GuardedCall<T> {
@@ -8,6 +9,8 @@ export interface GuardedCall<T> {
   readonly key?: string | undefined;
   /** `LockBackend.name`. */
   readonly backend: string;
+  /** Where the backend connects (`LockBackend.endpoint`): connection failures name it. */
+  readonly endpoint?: string | undefined;
   /** Give up after this many ms (the adapter's command or statement timeout plus a little slack); Infinity: no timer. */
   readonly timeoutMs: number;
   /** Gives up at once (a closing backend): no timer outlives close(). The reason, typed as above, is the error. */
@@ -100,8 +103,10 @@ function runUndo<T>(undo: ((late: T | undefined) => Promise<unknown> | void) | u
 }
 
 /** A DeadboltError (or an AbortError / TimeoutError) as it is; anything else as BackendUnavailableError. */
-function typed(error: unknown, call: Pick<GuardedCall<never>, 'action' | 'key' | 'backend' | 'signal'>): unknown {
+function typed(error: unknown, call: Pick<GuardedCall<never>, 'action' | 'key' | 'backend' | 'endpoint' | 'signal'>): unknown {
   if (error instanceof DeadboltError) return error;
+  const explained = explainConnectionError(error, call);
+  if (explained !== undefined) return explained;
   if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
   return new BackendUnavailableError(call.action, { key: call.key, backend: call.backend, cause: error });
 }

@@ -19,6 +19,7 @@ export { createMemoryBackend, MemoryBackend, memoryCapabilities } from '../memor
 export { MemoryStore, memoryStore, type MemoryEntry } from '../memory/store.js';
 export { QueuedLocks, type QueuedGrant, type Entry as QueuedLockEntry } from '../memory/queued.js';
 export {
+  BackendConfigurationError,
   BackendUnavailableError,
   ClientClosedError,
   DeadboltError,
@@ -49,3 +50,4 @@ export {
   type BackendUrlParts,
   type HostAddress,
 } from './url-options.js';
+export { endpointOf, explainConnectionError, type ConnectionContext } from './connection-errors.js';

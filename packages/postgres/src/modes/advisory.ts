@@ -1,5 +1,6 @@
 import {
   BackendUnavailableError,
+  explainConnectionError,
   backoffDelayMs,
   DeadboltError,
   inspectSafely,
@@ -61,6 +62,8 @@ const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
  */
 export class AdvisoryBackend implements LockBackend {
   readonly name = 'postgres:advisory';
+  /** The server, for error messages. */
+  readonly endpoint: string;
   readonly capabilities = advisoryCapabilities;
   readonly defaultPrefix = '';
   private readonly pool: SessionPool;
@@ -78,6 +81,7 @@ export class AdvisoryBackend implements LockBackend {
   }
 
   constructor(private readonly options: ResolvedPostgresOptions) {
+    this.endpoint = options.endpoint;
     this.names = fenceNames(options.fenceTable, options.schema);
     this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     // Named: parsed and planned once per session. nextval runs only for a granted row, after the grant.
@@ -332,7 +336,7 @@ export class AdvisoryBackend implements LockBackend {
 
   private unavailable(action: string, key: string, error: unknown): DeadboltError {
     if (error instanceof DeadboltError) return error;
-    return new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    return explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ?? new BackendUnavailableError(action, { key, backend: this.name, cause: error });
   }
 }
 

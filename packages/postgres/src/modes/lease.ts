@@ -44,6 +44,8 @@ const slackMs = 500;
  */
 export class LeaseBackend implements LockBackend, ElectionBackend {
   readonly name = 'postgres:lease';
+  /** The server, for error messages. */
+  readonly endpoint: string;
   readonly capabilities = leaseCapabilities;
   readonly defaultPrefix = '';
   private readonly pool: pg.Pool;
@@ -58,6 +60,7 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   private readonly election: LeaseElection;
 
   constructor(options: ResolvedPostgresOptions) {
+    this.endpoint = options.endpoint;
     this.sql = leaseSql(options.table, options.schema);
     this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     // Queue time is bounded separately from the statement deadline (see Gate).
@@ -168,7 +171,7 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
     if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
     const guarded = (): Promise<T> =>
-      guardCall(() => this.ensureSchema().then(operation), { action, key, backend: this.name, timeoutMs: this.deadlineMs, undo: undo && (() => undo()) });
+      guardCall(() => this.ensureSchema().then(operation), { action, key, backend: this.name, endpoint: this.endpoint, timeoutMs: this.deadlineMs, undo: undo && (() => undo()) });
     return this.gate.run(guarded).catch((error: unknown) => {
       // The gate's own queue deadline, untyped: the guard types everything else.
       throw error instanceof DeadboltError ? error : new BackendUnavailableError(action, { key, backend: this.name, cause: error });

@@ -1,0 +1,76 @@
+import { BackendConfigurationError, BackendUnavailableError, DeadboltError } from '../errors.js';
+
+/**
+ * Makes a driver's connection failure actionable: it names the backend and where it tried
+ * (`host:port`), keeps the system error's code (ECONNREFUSED, ENOTFOUND, ...), and tells a refused
+ * configuration (bad credentials, a database that does not exist) from an outage. Drivers' own
+ * messages carry neither the password nor the URL, and nothing here adds them.
+ */
+export interface ConnectionContext {
+  readonly action: string;
+  readonly key?: string | undefined;
+  readonly backend: string;
+  /** Where the backend connects, for messages: `host:port[,host:port]`, never a URL. */
+  readonly endpoint?: string | undefined;
+}
+
+/** Socket-level failures: the server could not be reached at all. */
+const systemCodes: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ECONNABORTED',
+]);
+
+/** PostgreSQL SQLSTATEs of a refused configuration: authentication, unknown database or role. */
+const configurationSqlStates: ReadonlyMap<string, string> = new Map([
+  ['28P01', 'authentication failed (wrong password)'],
+  ['28000', 'authentication refused (role or pg_hba.conf)'],
+  ['3D000', 'the database does not exist'],
+]);
+
+/** Redis replies of a refused configuration. */
+const redisConfigurationReply = /^(WRONGPASS|NOAUTH|NOPERM)\b|invalid password|ERR AUTH/i;
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The typed error for `error` when it is a connection-level failure, else undefined (the caller
+ * keeps its own mapping). A DeadboltError is never rewritten.
+ */
+export function explainConnectionError(error: unknown, context: ConnectionContext): DeadboltError | undefined {
+  if (error instanceof DeadboltError || error === null || error === undefined) return undefined;
+  const where = context.endpoint === undefined ? '' : ` at ${context.endpoint}`;
+  const code = codeOf(error);
+  const message = messageOf(error);
+  const refused = code === undefined ? undefined : configurationSqlStates.get(code);
+  if (refused !== undefined || redisConfigurationReply.test(message)) {
+    const problem = `${context.backend}${where}: ${refused ?? message}${refused !== undefined && message !== '' ? ` (${message})` : ''}`;
+    return new BackendConfigurationError(problem, { key: context.key, backend: context.backend, cause: error });
+  }
+  if (code !== undefined && systemCodes.has(code)) {
+    // Node's AggregateError (IPv6 then IPv4) has an empty message: the code says it all.
+    const detail = message === '' ? code : message.includes(code) ? message : `${code}: ${message}`;
+    const cause = new Error(`cannot reach ${context.backend}${where}: ${detail}`, { cause: error });
+    (cause as { code?: string }).code = code;
+    return new BackendUnavailableError(context.action, { key: context.key, backend: context.backend, cause });
+  }
+  return undefined;
+}
+
+/** `host:port` list for messages. */
+export function endpointOf(addresses: readonly { readonly host: string; readonly port: number }[]): string {
+  return addresses.map(({ host, port }) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`)).join(',');
+}
