@@ -11,7 +11,7 @@ describe('postgres options are typed by scheme', () => {
     try {
       await createLockClient({ url: 'postgres://127.0.0.1:1/db?mode=lease', options: { pool } }).close();
       // @ts-expect-error a pool size is a number (or a pg.Pool), not a string
-      expect(() => createLockClient({ url: 'postgres://127.0.0.1:1/db', options: { pool: '5' } })).toThrow(InvalidArgumentError);
+      expect(() => createLockClient({ url: 'postgres://127.0.0.1:1/db', options: { pool: 'five' } })).toThrow(InvalidArgumentError);
       // @ts-expect-error the same through a backend name
       expect(() => createLockClient({ backend: 'postgres', options: { statementTimeoutMs: '2s' } })).toThrow(/statementTimeoutMs/);
       // @ts-expect-error an unknown option name
