@@ -1,3 +1,4 @@
 import { packageConfig } from '../../vitest.shared.js';
 
-export default packageConfig('unit', { test: { testTimeout: 60_000 } });
+// The demo runs against a real, password-protected Redis in one test (no credential in any output).
+export default packageConfig('servers');

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createLockClient } from '@deadbolt/core';
+import { redactUrlText } from '@deadbolt/core/adapter';
 import { runOrders, summarize, type OversellRun } from './oversell.js';
 import { ProgressBar } from './progress.js';
 import { FileRegister, MemoryRegister, type StockRegister } from './register.js';
@@ -47,6 +48,9 @@ async function runInProcess(settings: Settings, withLock: boolean): Promise<Over
   const bar = settings.json ? undefined : new ProgressBar(withLock ? 'with lock' : 'without lock', settings.orders);
   const started = performance.now();
   try {
+    // One attempt first: a backend that cannot be reached (or refuses the password) fails the demo
+    // at once, instead of every order waiting out its 120 s lock wait.
+    await (await client?.tryAcquire('demo:reachable', { ttlMs: 5_000 }))?.release();
     const sold = await runOrders({ ...settings, register, ...(client ? { client } : {}), onOrderDone: () => bar?.tick() });
     return summarize(settings.stock, settings.orders, sold, performance.now() - started);
   } finally {
@@ -110,7 +114,7 @@ function table(settings: Settings, rows: [string, OversellRun][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((row) => row[column]!.length)));
   const line = (cells: string[]): string => `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
   return [
-    `Stock ${settings.stock}, ${settings.orders} orders, ${settings.concurrency} in flight x ${settings.processes} process(es), backend ${settings.backend}`,
+    `Stock ${settings.stock}, ${settings.orders} orders, ${settings.concurrency} in flight x ${settings.processes} process(es), backend ${redactUrlText(settings.backend)}`,
     line(header),
     `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`,
     ...body.map(line),
@@ -155,7 +159,7 @@ async function main(): Promise<number> {
   const withoutLock = await run(settings, false);
   const withLock = await run(settings, true);
   if (settings.json) {
-    console.log(JSON.stringify({ withoutLock, withLock, backend: settings.backend.replace(/\/\/[^@/]*@/, '//***@') }));
+    console.log(JSON.stringify({ withoutLock, withLock, backend: redactUrlText(settings.backend) }));
   } else {
     console.log(table(settings, [['without lock', withoutLock], ['with lock', withLock]]));
     console.log(

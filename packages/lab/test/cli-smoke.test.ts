@@ -28,6 +28,8 @@ describe('command-line entry points (built dist)', () => {
     const dir = join(out, 'bench');
     const result = await run('bench/cli.js', ['--quick', '--backend', 'memory', '--out', dir], 60_000);
     expect(result.code, result.stderr).toBe(0);
+    // No credential in any output (issue 13): no URL with a user:password part.
+    expect(`${result.stdout}\n${result.stderr}`).not.toMatch(/[a-z]+:\/\/[^\s/@:]*:[^\s/@]+@/i);
     const json = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { machine: unknown; rows: Record<string, unknown>[] };
     expect(json.machine).toBeTruthy();
     expect(json.rows.length).toBeGreaterThan(0);
