@@ -25,7 +25,7 @@ async function runTarget(t: Target, quick: boolean): Promise<ReturnType<typeof r
   const server = await t.start(await servers());
   try {
     const spec: RunSpec = {
-      url: t.url(server.url), clients: 3, childClients: 1, durationMs: t.ttlMs * (quick ? 6 : 7), ttlMs: t.ttlMs,
+      url: t.url(server.url), clients: 3, childClients: 1, durationMs: t.ttlMs * (quick ? 5 : 7), ttlMs: t.ttlMs,
       holdMs: 300, othersStartAfterFirstHold: true,
     };
     const history = await runWorkload(spec, (ctx) => pauseFirstHold(ctx, t.ttlMs));

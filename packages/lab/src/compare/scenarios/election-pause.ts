@@ -37,7 +37,7 @@ export const electionPause: Scenario = {
       const url = t.url(server.url);
       await requireCapability(url, 'election');
       const spec: RunSpec = {
-        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 6 : 7), ttlMs: t.ttlMs,
+        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 5 : 7), ttlMs: t.ttlMs,
         holdMs: 300, othersStartAfterFirstHold: true, perClient: () => ({ primitive: { kind: 'election' } }),
       };
       const history = await runWorkload(spec, (ctx) => pauseFirstTerm(ctx, t.ttlMs));

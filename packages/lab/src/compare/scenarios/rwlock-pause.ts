@@ -21,7 +21,7 @@ export const rwlockPause: Scenario = {
       const url = t.url(server.url);
       await requireCapability(url, 'readWrite');
       const spec: RunSpec = {
-        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 6 : 7), ttlMs: t.ttlMs,
+        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 5 : 7), ttlMs: t.ttlMs,
         holdMs: 300, othersStartAfterFirstHold: true,
         perClient: (i) => ({ primitive: { kind: i === 2 ? 'read' : 'write' } }),
       };

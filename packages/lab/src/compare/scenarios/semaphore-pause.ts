@@ -23,7 +23,7 @@ export const semaphorePause: Scenario = {
       const url = t.url(server.url);
       await requireCapability(url, 'semaphore');
       const spec: RunSpec = {
-        url, clients: 4, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 6 : 7), ttlMs: t.ttlMs, permits,
+        url, clients: 4, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 5 : 7), ttlMs: t.ttlMs, permits,
         holdMs: 300, othersStartAfterFirstHold: true, perClient: () => ({ primitive: { kind: 'semaphore', permits } }),
       };
       const history = await runWorkload(spec, (ctx) => pauseFirstHolder(ctx, `c0 paused (SIGSTOP) ${(t.ttlMs * 3) / 1000} s`, t.ttlMs * 3));
