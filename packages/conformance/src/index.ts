@@ -13,3 +13,8 @@ export * from './suite/read-write.js';
 export * from './suite/semaphore.js';
 export { Occupancy } from './suite/primitives-util.js';
 export * from './suite/fair.js';
+export * from './suite/lease-edges.js';
+export * from './suite/key-edges.js';
+export * from './suite/server-faults.js';
+export * from './suite/crowd.js';
+export * from './suite/lifecycle.js';

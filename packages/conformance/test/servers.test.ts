@@ -218,8 +218,8 @@ for (const { name: provider, skip } of providers) {
     test('postgres: answers, pause/resume/restart/down/up/stop', slow, async () => {
       const server = await startPostgres({ provider });
       try {
-        expect(fields(server)).toMatchObject({ kind: 'postgres', provider, user: 'postgres', password: 'deadbolt', database: 'postgres' });
-        expect(server.url).toBe(`postgres://postgres:deadbolt@${server.host}:${server.port}/postgres`);
+        expect(fields(server)).toMatchObject({ kind: 'postgres', provider, user: 'postgres', password: 'pg-S3cr3t-pw', database: 'postgres' });
+        expect(server.url).toBe(`postgres://postgres:pg-S3cr3t-pw@${server.host}:${server.port}/postgres`);
         // SCRAM: the server asks for a password (AuthenticationSASL = 10) over TCP.
         const { reply } = await talkRaw(server.host, server.port, postgresStartup('postgres', 'postgres'), 2_000);
         expect(reply?.[0]).toBe(0x52);

@@ -22,4 +22,8 @@ describeLockConformance({
   residue: async (_, keyPrefix) => store.queued.residue(keyPrefix),
   // In-process operations cost microseconds: the issue's full 1,000 random operations per chaos case.
   chaosOperations: 1_000,
+  // The probe's scenario (issue 14): 10,000 waiters on one key, all served within the wait.
+  manyWaiters: 10_000,
+  // The store counts every operation that reaches it: rejected input must add none.
+  commandCount: async () => store.operations,
 });

@@ -1,5 +1,5 @@
 import { describeLockConformance } from '@deadbolt/conformance';
-import { startMemcached, type ServerHandle } from '@deadbolt/conformance/servers';
+import { memcachedCommandCount, startMemcached, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { memcachedCapabilities } from '../src/index.js';
 
@@ -11,6 +11,7 @@ describeLockConformance<ServerHandle>({
   create: (server, { prefix }) => createLockClient({ url: server!.url, prefix }),
   // Each chaos operation is a few round trips; crashes expire in whole seconds.
   chaosOperations: 100,
+  commandCount: (server) => memcachedCommandCount(server!.host, server!.port),
   faults: {
     restart: (server) => server.restart(),
     pause: (server) => server.pause(),

@@ -2,6 +2,7 @@ import { describeLockConformance } from '@deadbolt/conformance';
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import type { LockBackend } from '@deadbolt/core/adapter';
+import pg from 'pg';
 import { advisoryCapabilities, createPostgresBackend, leaseCapabilities } from '../src/index.js';
 
 const advisoryBackends = new WeakMap<LockClient, LockBackend>();
@@ -16,7 +17,25 @@ const faults = {
     : {}),
   down: (server: PostgresServerHandle) => server.down(),
   up: (server: PostgresServerHandle) => server.up(),
+  killConnections: (server: PostgresServerHandle) => terminateDeadboltSessions(server),
 };
+
+/** pg_terminate_backend of every session the adapter opened (application_name 'deadbolt'). */
+async function terminateDeadboltSessions(server: PostgresServerHandle): Promise<void> {
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'deadbolt' AND pid <> pg_backend_pid()");
+  } finally {
+    await admin.end();
+  }
+}
+
+/** The fixture's URL carries its password: the credential scan looks for it. */
+const credentials = (server: PostgresServerHandle | undefined, { prefix }: { prefix: string }, mode: string) => ({
+  secret: server!.password,
+  client: createLockClient({ url: `${server!.url}?mode=${mode}&statementTimeoutMs=2000`, prefix }),
+});
 
 describeLockConformance<PostgresServerHandle>({
   name: 'postgres:advisory',
@@ -35,6 +54,9 @@ describeLockConformance<PostgresServerHandle>({
   // A read-write hold opens its own session: 60 chaos operations keep the case to a few seconds.
   chaosOperations: 60,
   faults,
+  // A waiter in the server's queue holds a session of its own.
+  manyWaiters: 40,
+  credentials: (server, config) => credentials(server, config, 'advisory'),
 });
 
 // Lease clients keep their backend, so the election's killed-leader case can crash one: its pool
@@ -54,4 +76,5 @@ describeLockConformance<PostgresServerHandle>({
     await leaseBackends.get(client)?.close();
   },
   faults,
+  credentials: (server, config) => credentials(server, config, 'lease'),
 });

@@ -1,4 +1,4 @@
-import { startRedis, startRedisMasters, startRedisSentinel, type RedisSentinelSet, type ServerHandle } from '@deadbolt/conformance/servers';
+import { redisCommandCount, redisKillClients, startRedis, startRedisMasters, startRedisSentinel, type RedisSentinelSet, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
 import { fairCapabilities, getsetCapabilities, hashReentrantCapabilities, redisModes, redlockCapabilities, setnxCapabilities } from '../src/index.js';
@@ -10,7 +10,18 @@ const serverFaults = {
   resume: (server: ServerHandle) => server.resume(),
   down: (server: ServerHandle) => server.down(),
   up: (server: ServerHandle) => server.up(),
+  killConnections: (server: ServerHandle) => redisKillClients(server.host, server.port),
 };
+/** The fixture's default user has no password, so AUTH default <anything> succeeds: a credential to scan for. */
+const secret = 'S3cr3t-redis-pw';
+/** Issue 14's hooks on one server: its command count, and a client whose URL carries a password. */
+const singleServerHooks = (mode: string) => ({
+  commandCount: (server: ServerHandle | undefined) => redisCommandCount(server!.host, server!.port),
+  credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
+    secret,
+    client: createLockClient({ url: `redis://default:${secret}@${server!.host}:${server!.port}?mode=${mode}`, prefix }),
+  }),
+});
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
 import { combineMasters } from './masters.js';
@@ -39,6 +50,10 @@ if (describeLockConformance === undefined) {
         servers: async () => combineMasters(await startRedisMasters(5)),
         create: (server: ServerHandle, options: { prefix?: string } = {}) =>
           createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes }, ...options }),
+        credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
+          secret,
+          client: createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes, username: 'default', password: secret }, prefix }),
+        }),
       });
     } else if (mode === 'fair') {
       // Through createRedisBackend, so the fair group's kill and lost-message hooks reach the backend.
@@ -52,6 +67,7 @@ if (describeLockConformance === undefined) {
         create: (server: ServerHandle, options: { prefix: string }) => fair.create(`${server.url}?mode=fair&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix),
         kill: fair.kill,
         fair: fair.hooks,
+        ...singleServerHooks(mode),
       });
     } else {
       // Through createRedisBackend too, so the election's killed-leader case can crash a client.
@@ -64,6 +80,7 @@ if (describeLockConformance === undefined) {
         servers: () => startRedis(),
         create: (server: ServerHandle, options: { prefix: string }) => clients.create(`${server.url}?mode=${mode}`, options.prefix),
         kill: clients.kill,
+        ...singleServerHooks(mode),
       });
     }
   }

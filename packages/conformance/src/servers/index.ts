@@ -26,3 +26,4 @@ export { findServerBinaries, missingPackages, type ServerBinaries } from './bina
 export { reapOrphans, type ReapReport } from './orphans.js';
 export { exchange, probeMemcached, probePostgres, probeRedis, probeZooKeeper, redisCommand, zooKeeperMode, zooKeeperSrvr } from './probes.js';
 export { freePort } from './ports.js';
+export { memcachedCommandCount, redisCommandCount, redisKillClients, zooKeeperPacketsReceived } from './counters.js';

@@ -14,7 +14,8 @@ import type { PostgresServerHandle, ServerHandle, StartOptions } from './types.j
 
 const defaultReadyMs = 60_000;
 const user = 'postgres';
-const password = 'deadbolt';
+// Distinctive, so the credential scan (issue 14) cannot confuse it with the word deadbolt in names.
+const password = 'pg-S3cr3t-pw';
 const database = 'postgres';
 
 /**
@@ -25,7 +26,7 @@ const serverSettings = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c',
 
 /**
  * One PostgreSQL server. TCP clients authenticate with SCRAM (user `postgres`, password
- * `deadbolt`, database `postgres`), as with the official image; the data directory survives
+ * `pg-S3cr3t-pw`, database `postgres`), as with the official image; the data directory survives
  * restart() and up().
  */
 export async function startPostgres(options?: StartOptions): Promise<PostgresServerHandle> {

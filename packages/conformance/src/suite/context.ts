@@ -13,6 +13,8 @@ export interface FaultHooks<S extends ServerLike = ServerLike> {
   resume?(server: S): Promise<void>;
   down?(server: S): Promise<void>;
   up?(server: S): Promise<void>;
+  /** The server drops every client connection (CLIENT KILL, pg_terminate_backend): a killed connection mid-hold. */
+  killConnections?(server: S): Promise<void>;
 }
 
 export interface ConformanceOptions<S extends ServerLike = ServerLike> {
@@ -52,6 +54,20 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
   chaosOperations?: number;
   /** What the fair group needs besides `capabilities.fair` and `kill` (skipped without). */
   fair?: FairHooks;
+  /** How many waiters the many-waiters case queues on one key. Default 1 000 with notifications, else 20. */
+  manyWaiters?: number;
+  /** Their wait. Default max(30 s, 20 ms per waiter): generous, the case proves service, not speed. */
+  manyWaitersWaitMs?: number;
+  /**
+   * Commands the server has run so far (INFO commandstats, memcached stats, zk mntr, a memory
+   * store's operation count): proves that rejected bad input sent none. Absent: that case is skipped.
+   */
+  commandCount?: (server: S | undefined) => Promise<number>;
+  /**
+   * A client whose configuration carries a credential (a URL password), and that credential: the
+   * credential scan checks it is never printed. Absent (no credentials on this backend): skipped.
+   */
+  credentials?: (server: S | undefined, config: { prefix: string }) => { secret: string; client: LockClient };
 }
 
 /** The fair (FIFO) group's view of the adapter's queue. */
@@ -72,12 +88,15 @@ export interface ResolvedOptions<S extends ServerLike = ServerLike> extends Conf
   multiWaitMs: number;
   killBoundMs: number;
   chaosOperations: number;
+  manyWaiters: number;
+  manyWaitersWaitMs: number;
 }
 
 export function resolveOptions<S extends ServerLike>(options: ConformanceOptions<S>): ResolvedOptions<S> {
   const caps = options.capabilities;
   const ttlMs = options.ttlMs ?? Math.max(caps.minTtlMs, 300);
   const handOffBoundMs = options.handOffBoundMs ?? (caps.notifications ? 500 : 1000);
+  const manyWaiters = options.manyWaiters ?? (caps.notifications ? 1_000 : 20);
   return {
     ...options,
     ttlMs,
@@ -87,6 +106,8 @@ export function resolveOptions<S extends ServerLike>(options: ConformanceOptions
     multiWaitMs: options.multiWaitMs ?? 15_000,
     killBoundMs: options.killBoundMs ?? ttlMs + handOffBoundMs + 3_000,
     chaosOperations: options.chaosOperations ?? 200,
+    manyWaiters,
+    manyWaitersWaitMs: options.manyWaitersWaitMs ?? Math.max(30_000, manyWaiters * 20),
   };
 }
 
@@ -100,6 +121,8 @@ export interface CaseContext {
   readonly multiStressIterations: number;
   readonly multiWaitMs: number;
   readonly killBoundMs: number;
+  readonly manyWaiters: number;
+  readonly manyWaitersWaitMs: number;
   /** The case's unique prefix: keys of different cases (and runs) never meet. */
   readonly prefix: string;
   /** A new client (own connections), on the case prefix unless another is given. Closed by the runner. */
@@ -115,6 +138,10 @@ export interface CaseContext {
   readonly residue: (() => Promise<number>) | undefined;
   /** options.fair, when given. */
   readonly fair: FairHooks | undefined;
+  /** The server's command count (options.commandCount); throws when missing. */
+  commandCount(): Promise<number>;
+  /** A client configured with a credential, and the credential (options.credentials); throws when missing. */
+  credentialed(): { secret: string; client: LockClient };
 }
 
 /** A case: a plain async function, plus when it applies. */
@@ -151,6 +178,8 @@ export async function runCase<S extends ServerLike>(
     multiWaitMs: resolved.multiWaitMs,
     killBoundMs: resolved.killBoundMs,
     fair: resolved.fair,
+    manyWaiters: resolved.manyWaiters,
+    manyWaitersWaitMs: resolved.manyWaitersWaitMs,
     prefix,
     client(otherPrefix?: string): LockClient {
       const client = resolved.create(server, { prefix: otherPrefix ?? prefix });
@@ -169,6 +198,16 @@ export async function runCase<S extends ServerLike>(
     chaosOperations: resolved.chaosOperations,
     canKill: resolved.kill !== undefined,
     residue: resolved.residue ? () => resolved.residue!(server, prefix) : undefined,
+    async commandCount(): Promise<number> {
+      if (!resolved.commandCount) throw new Error(`options.commandCount missing for ${resolved.name}`);
+      return resolved.commandCount(server);
+    },
+    credentialed() {
+      if (!resolved.credentials) throw new Error(`options.credentials missing for ${resolved.name}`);
+      const made = resolved.credentials(server, { prefix });
+      clients.push(made.client);
+      return made;
+    },
   };
   try {
     await testCase.run(ctx);

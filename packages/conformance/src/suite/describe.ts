@@ -12,15 +12,20 @@ import { reentrancyCases } from './reentrancy.js';
 import { safetyCases } from './safety.js';
 import { semaphoreCases } from './semaphore.js';
 import { waitingCases } from './waiting.js';
+import { crowdCases } from './crowd.js';
+import { keyEdgeCases } from './key-edges.js';
+import { leaseEdgeCases } from './lease-edges.js';
+import { lifecycleCases } from './lifecycle.js';
+import { serverFaultCases } from './server-faults.js';
 
 export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
   safety: safetyCases,
-  leases: leaseCases,
-  waiting: waitingCases,
+  leases: [...leaseCases, ...leaseEdgeCases],
+  waiting: [...waitingCases, ...crowdCases],
   reentrancy: reentrancyCases,
-  faults: faultCases,
-  input: inputCases,
-  hygiene: hygieneCases,
+  faults: [...faultCases, ...serverFaultCases],
+  input: [...inputCases, ...keyEdgeCases],
+  hygiene: [...hygieneCases, ...lifecycleCases],
   multi: multiCases,
   election: electionCases,
   readWrite: readWriteCases,

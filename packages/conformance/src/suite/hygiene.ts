@@ -1,11 +1,7 @@
 import type { ConformanceCase } from './context.js';
+import { handleCount } from './handles.js';
 import { assert, waitUntil } from './util.js';
 
-const COUNTED = new Set(['TCPWrap', 'Timeout', 'PipeWrap', 'TCPSocketWrap', 'TTYWrap']);
-
-function handleCount(): number {
-  return process.getActiveResourcesInfo().filter((kind) => COUNTED.has(kind)).length;
-}
 
 export const closeLeavesNothing: ConformanceCase = {
   title: 'close() leaves no open sockets or timers (handle count)',

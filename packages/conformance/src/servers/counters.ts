@@ -1,0 +1,38 @@
+import { exchange, redisCommand } from './probes.js';
+
+/**
+ * Server-side counters and faults for the conformance suite, over raw protocol (no client library):
+ * how many commands a server has run (to prove that rejected bad input sent none), and killing
+ * the clients' connections from the server side (a killed connection mid-hold).
+ */
+
+/** Redis: the sum of `calls=` over INFO commandstats. The INFO itself counts once it has run. */
+export async function redisCommandCount(host: string, port: number): Promise<number> {
+  const info = await redisCommand(host, port, 'INFO commandstats', 2_000);
+  if (info === undefined) throw new Error(`redis at ${host}:${port} did not answer INFO commandstats`);
+  let total = 0;
+  for (const match of info.matchAll(/calls=(\d+)/g)) total += Number(match[1]);
+  return total;
+}
+
+/** Redis: CLIENT KILL of every normal and pub/sub connection but this one. */
+export async function redisKillClients(host: string, port: number): Promise<void> {
+  for (const type of ['normal', 'pubsub']) await redisCommand(host, port, `CLIENT KILL TYPE ${type}`, 2_000);
+}
+
+/** memcached: the storage and retrieval commands it has run (`stats` itself is not counted). */
+export async function memcachedCommandCount(host: string, port: number): Promise<number> {
+  const reply = await exchange(host, port, 'stats\r\n', (r) => r.includes('END\r\n'), 2_000);
+  if (typeof reply !== 'object') throw new Error(`memcached at ${host}:${port} did not answer stats`);
+  const stats = new Map([...reply.toString('latin1').matchAll(/^STAT (\S+) (\d+)\r$/gm)].map((m) => [m[1]!, Number(m[2])]));
+  const counted = ['cmd_get', 'cmd_set', 'cmd_touch', 'cmd_flush', 'delete_hits', 'delete_misses', 'incr_hits', 'incr_misses', 'decr_hits', 'decr_misses', 'cas_hits', 'cas_misses', 'cas_badval'];
+  return counted.reduce((sum, name) => sum + (stats.get(name) ?? 0), 0);
+}
+
+/** ZooKeeper: `mntr`'s zk_packets_received (four-letter words are not counted). */
+export async function zooKeeperPacketsReceived(host: string, port: number): Promise<number> {
+  const reply = await exchange(host, port, 'mntr', () => false, 2_000);
+  const match = typeof reply === 'object' ? /^zk_packets_received\s+(\d+)/m.exec(reply.toString('utf8')) : null;
+  if (!match) throw new Error(`zookeeper at ${host}:${port} did not answer mntr`);
+  return Number(match[1]);
+}
