@@ -154,7 +154,7 @@ export class RedisBackend implements LockBackend {
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const token = this.tokens.next();
+    const token = this.mode.tokenFor?.(request) ?? this.tokens.next();
     return this.run('acquire', request.key, () => this.mode.tryAcquire(request, token), true, (late) => {
       // Given up on (a frozen server answers after ioredis' command timeout, or never): the script
       // may still run when the server wakes. Undo this attempt's token; on the same connection the

@@ -32,7 +32,11 @@ export const fractionalExpiry: ConformanceCase = {
     if (Date.now() < lateAt) {
       await delay(lateAt - Date.now());
       const early = await other.tryAcquire('k');
-      assert(early === null, `another client took the key at ${Date.now() - start} ms of a ${ttlMs} ms lease`);
+      const answeredAt = Date.now() - start;
+      // An answer after the ttl may come from an attempt the server ran after the expiry: no verdict then.
+      if (early !== null && answeredAt < ttlMs) throw new Error(`another client took the key at ${answeredAt} ms of a ${ttlMs} ms lease`);
+      if (early !== null) console.info(`[deadbolt conformance] ${ctx.name}: the late-lease attempt was answered only at ${answeredAt} ms, no verdict`);
+      await early?.release();
     } else {
       console.info(`[deadbolt conformance] ${ctx.name}: acquire took ${Date.now() - start} ms, late-lease check not reachable`);
     }

@@ -100,8 +100,7 @@ export class FairMode implements LockMode {
     this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
   }
 
-  async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const token = this.newToken(request.ttlMs);
+  async tryAcquire(request: AcquireRequest, token = this.tokenFor(request)): Promise<AttemptResult> {
     const [held, value] = await this.attempt(request, token, '0');
     if (held === 1) return { acquired: true, grant: this.grantOf(request, token, value) };
     return { acquired: false, retryAfterMs: Math.max(0, value) };
@@ -111,10 +110,24 @@ export class FairMode implements LockMode {
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     const token = this.newToken(request.ttlMs);
     const sentAt = Date.now();
-    const [held, value] = await this.attempt(request, token, '1');
+    const [held, value] = await this.attempt(request, token, '1').catch((error: unknown) => {
+      // No answer (a frozen server runs it when it wakes): leave, so the entry or grant is not orphaned (issue 14).
+      void this.undoAcquire(request, token).catch(() => undefined);
+      throw error;
+    });
     if (held === 1) return this.grantOf(request, token, value);
     request.onContended?.();
     return this.waitForGrant(request, token, sentAt, value, deadline, signal);
+  }
+
+  /** The token format the fair scripts read ("<clientId>.<ttl>.<n>"): the backend asks for it before an attempt. */
+  tokenFor(request: AcquireRequest): string {
+    return this.newToken(request.ttlMs);
+  }
+
+  /** Undoes an attempt whose answer never came: fair-leave removes its entry and passes on a grant it got. */
+  undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
+    return runScript(this.connection, 'fair-leave', fairKeys(request.key), [token, this.channelPrefix, this.publish]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {

@@ -15,6 +15,8 @@ export interface LockMode {
    * `token` may have written, and nothing else. Absent: the mode undoes by itself (redlock).
    */
   undoAcquire?(request: AcquireRequest, token: string): Promise<unknown>;
+  /** A token in the mode's own format, where its scripts read one (fair); else the backend's tokens are used. */
+  tokenFor?(request: AcquireRequest): string;
   renew(grant: Grant, ttlMs: number): Promise<boolean>;
   /** One round trip per connection. Throws when the outcome of any renewal is unknown. */
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]>;
