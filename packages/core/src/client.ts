@@ -335,7 +335,11 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private async waitForTurn(backend: LockBackend, fullKey: string, attempt: number, remainingMs: number, retryAfterMs: number | undefined, signal: AbortSignal): Promise<void> {
     const hintMs = retryAfterMs !== undefined && retryAfterMs >= 0 ? retryAfterMs + 1 : Number.POSITIVE_INFINITY;
     if (backend.waitForChange) {
-      const maxWaitMs = Math.max(1, Math.min(remainingMs, hintMs, notificationFallbackMs));
+      // The fallback grows with the attempts, jittered: a crowd of waiters that keeps missing the
+      // lock would otherwise poll the server in lockstep every 2 s (1,000 waiters: 500 attempts/s)
+      // and starve the hand-off it is waiting for. Releases still wake the head at once.
+      const fallbackMs = notificationFallbackMs * Math.min(attempt, 5) * (0.75 + Math.random() * 0.5);
+      const maxWaitMs = Math.max(1, Math.min(remainingMs, hintMs, fallbackMs));
       await backend.waitForChange(fullKey, maxWaitMs, signal);
       signal.throwIfAborted();
       return;
