@@ -127,7 +127,7 @@ export class FairMode implements LockMode {
 
   /** Undoes an attempt whose answer never came: fair-leave removes its entry and passes on a grant it got. */
   undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
-    return runScript(this.connection, 'fair-leave', fairKeys(request.key), [token, this.channelPrefix, this.publish]);
+    return runScript(this.connection, 'fair-leave', fairKeys(request.key), [token, this.channelPrefix(request.key), this.publish]);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
