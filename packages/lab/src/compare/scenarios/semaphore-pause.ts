@@ -9,6 +9,7 @@ const rows = [
   { ...targetCatalogue['redis/setnx'], mode: 'semaphore' },
   { ...targetCatalogue['postgres/lease'], mode: 'semaphore' },
   { ...targetCatalogue['postgres/advisory'], mode: 'advisory semaphore' },
+  { ...targetCatalogue['memcached/default'], mode: 'semaphore' },
 ] as const;
 
 const permits = 2;
