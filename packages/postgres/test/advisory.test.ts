@@ -209,7 +209,14 @@ describe('postgres:advisory', () => {
     victim.on('error', () => undefined);
     await victim.connect();
     const pid = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    process.kill(pid, 'SIGKILL');
+    // The kill runs on the server (COPY TO PROGRAM, as the superuser): a pid from pg_backend_pid()
+    // is in the server's pid namespace, which in a container is not ours, so process.kill() here
+    // would miss (or hit an unrelated process of this machine).
+    const killer = new pg.Client({ connectionString: server.url });
+    killer.on('error', () => undefined);
+    await killer.connect();
+    await killer.query(`DO $$ BEGIN EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'kill -9 ${pid}'); END $$`).catch(() => undefined);
+    await killer.end().catch(() => undefined);
     await victim.end().catch(() => undefined);
     let afterCrash: number | undefined;
     const until = Date.now() + 20_000;
