@@ -51,6 +51,8 @@ async function smoke(scenario: string, rows: string): Promise<Summary> {
   const dir = join(out, scenario);
   const result = await compare(['--scenario', scenario, '--only', rows, '--quick', '--out', dir], 90_000);
   expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+  // No credential in any output (issue 13): no URL with a user:password part (the postgres fixture has one).
+  expect(`${result.stdout}\n${result.stderr}`).not.toMatch(/[a-z]+:\/\/[^\s/@:]*:[^\s/@]+@/i);
   const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as Summary;
   expect(summary.notRun, 'nothing skipped').toEqual({});
   expect(summary.rows.length).toBe(rows.split(',').length);
