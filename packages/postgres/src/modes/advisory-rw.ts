@@ -13,7 +13,8 @@ import { randomToken } from '../token.js';
  * waitMask check), so a reader arriving behind a waiting writer waits too: FIFO across modes, and
  * a writer's release wakes every reader queued behind it at once. Neither side starves.
  *
- * Each hold has a dedicated session (not the mutex's multiplexed pool: a session never conflicts
+ * Each hold has a session of its own (up to 8 sessions that hold nothing are kept for the next hold,
+ * and only after their unlock was confirmed; not the mutex's multiplexed pool: a session never conflicts
  * with its own advisory locks, so two owners' holds must not share one), except a downgrade: the
  * read is taken on the writer's own session (a session's shared request beside its exclusive
  * hold is granted at once), so after the write is unlocked the shared hold keeps queued writers out.
@@ -47,9 +48,13 @@ export function isReadWriteGrant(grant: Grant): grant is ReadWriteGrant {
 }
 
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
+/** Sessions kept open with nothing held, for the next hold (a new session costs a connect and a setup query). */
+const maxIdleSessions = 8;
 
 export class AdvisoryReadWrite {
   private readonly holds = new Map<string, Hold>();
+  /** Sessions that hold nothing (every lock they took was unlocked and confirmed): reused first. */
+  private readonly idle: Connection[] = [];
   protected closed = false;
 
   constructor(
@@ -69,18 +74,25 @@ export class AdvisoryReadWrite {
     let onAbort: (() => void) | undefined;
     try {
       let counter: string | null | undefined;
-      if (!wait || writer) {
+      if (!wait && !writer) {
         const result = await connection.client.query<{ counter: string | null }>(
           `SELECT CASE WHEN ${fn.replace('pg_advisory_lock', 'pg_try_advisory_lock')}($1::bigint) THEN nextval('${this.names.sequence}')::text END AS counter`,
           [id],
         );
         counter = result.rows[0]?.counter;
       } else {
-        // A cancel is the session's end: the server drops the queued request with it.
-        onAbort = () => void endClient(connection.client, 100);
-        signal?.addEventListener('abort', onAbort, { once: true });
-        if (signal?.aborted) onAbort();
-        const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
+        // A downgrade waits too, but is granted at once: a try would refuse it behind a queued writer
+        // (lock.c's waitMask check), while a blocking request from a session that already holds a
+        // lock conflicting with a waiter is put ahead of that waiter (ProcSleep) and, as a session
+        // never conflicts with itself, granted. It is never cancelled by ending the session, which
+        // would end the write hold too; lock_timeout bounds it.
+        if (!writer) {
+          // A cancel is the session's end: the server drops the queued request with it.
+          onAbort = () => void endClient(connection.client, 100);
+          signal?.addEventListener('abort', onAbort, { once: true });
+          if (signal?.aborted) onAbort();
+        }
+        const waitMs = writer ? this.options.statementTimeoutMs : Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
         // Integers we computed (no user text): safe to inline, as SET takes no parameters.
         const results = (await connection.client.query(
           `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
@@ -88,8 +100,12 @@ export class AdvisoryReadWrite {
         )) as unknown as pg.QueryResult<{ counter: string }>[];
         counter = results[2]?.rows[0]?.counter;
       }
-      if (signal?.aborted || counter === null || counter === undefined) {
+      if (signal?.aborted && !writer) {
         this.dropIfIdle(connection);
+        return undefined;
+      }
+      if (counter === null || counter === undefined) {
+        this.park(connection); // the try took nothing: the session is clean
         return undefined;
       }
       return this.adopt(request, mode, id, connection, counter);
@@ -131,17 +147,15 @@ export class AdvisoryReadWrite {
     const { connection } = hold;
     connection.holds.delete(grant.token);
     if (connection.ended) return false;
-    if (connection.holds.size === 0) {
-      // Ending the session unlocks everything it holds, in one step.
-      connection.ended = true;
-      await endClient(connection.client);
-      return true;
-    }
     try {
       const fn = hold.mode === 'read' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock';
-      // (A permit's session holds only its slot, so it always takes the branch above.)
       const result = await connection.client.query<{ ok: boolean }>(`SELECT ${fn}($1::bigint) AS ok`, [hold.id]);
-      return result.rows[0]?.ok === true;
+      const ok = result.rows[0]?.ok === true;
+      // Reused only when the unlock is confirmed: a session that might still hold the lock would
+      // grant it again to its next user (a session never conflicts with itself). Else it ends.
+      if (ok) this.park(connection);
+      else this.dropIfIdle(connection);
+      return ok;
     } catch (error) {
       // Unknown outcome: end the session, which certainly lets go (its other hold is reported lost).
       void endClient(connection.client);
@@ -151,12 +165,15 @@ export class AdvisoryReadWrite {
 
   async close(): Promise<void> {
     this.closed = true;
-    const connections = new Set([...this.holds.values()].map((hold) => hold.connection));
+    const connections = new Set([...this.holds.values()].map((hold) => hold.connection).concat(this.idle.splice(0)));
     this.holds.clear();
     await Promise.all([...connections].map((connection) => endClient(connection.client)));
   }
 
   protected async connect(key: string): Promise<Connection> {
+    for (let reused = this.idle.pop(); reused !== undefined; reused = this.idle.pop()) {
+      if (!reused.ended) return reused;
+    }
     const client = new pg.Client(clientConfig(this.options));
     const connection: Connection = { client, epoch: 0, holds: new Set(), ended: false };
     const ended = (cause: Error): void => {
@@ -182,6 +199,14 @@ export class AdvisoryReadWrite {
     }
   }
 
+  /** A session that holds nothing goes back to the idle list (or ends, past maxIdleSessions). */
+  protected park(connection: Connection): void {
+    if (connection.ended || connection.holds.size > 0) return;
+    if (this.closed || this.idle.length >= maxIdleSessions) this.dropIfIdle(connection);
+    else this.idle.push(connection);
+  }
+
+  /** Ends a session that holds nothing: the way out after an error or an abort, when its state is unknown. */
   protected dropIfIdle(connection: Connection): void {
     if (connection.holds.size > 0 || connection.ended) return;
     connection.ended = true;

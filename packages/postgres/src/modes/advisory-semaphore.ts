@@ -28,7 +28,7 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
     if (signal?.aborted) onAbort();
     try {
       if (!(await this.enterGate(connection, gate, wait, deadline))) {
-        this.dropIfIdle(connection);
+        this.park(connection); // the gate was busy and nothing was taken
         return undefined;
       }
       for (let attempt = 0; ; attempt += 1) {
@@ -39,7 +39,9 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
           );
           const counter = result.rows[0]?.counter;
           if (counter !== null && counter !== undefined) {
-            await connection.client.query('SELECT pg_advisory_unlock($1::bigint)', [gate]);
+            const left = await connection.client.query<{ ok: boolean }>('SELECT pg_advisory_unlock($1::bigint) AS ok', [gate]);
+            // A session still in the gate must never be reused: fail (the catch ends the session).
+            if (left.rows[0]?.ok !== true) throw new Error('the gate lock was not held at its unlock');
             if (signal?.aborted) {
               this.dropIfIdle(connection);
               return undefined;
