@@ -1,6 +1,6 @@
 // Test-only broken backends for the cases issue 14 added: each case must catch its mutant.
-import { createLockClient, InvalidArgumentError, type AcquireRequest, type AttemptResult, type Grant, type LockClient } from '@deadbolt/core';
-import { MemoryBackend, memoryCapabilities, memoryStore, type MemoryStore } from '@deadbolt/core/adapter';
+import { createLockClient, InvalidArgumentError, type LockClient } from '@deadbolt/core';
+import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type AttemptResult, type Grant, type MemoryStore } from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   badInputSendsNothing,
