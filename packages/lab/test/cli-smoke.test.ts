@@ -24,6 +24,12 @@ function run(script: string, args: string[], timeoutMs: number): Promise<{ code:
 }
 
 describe('command-line entry points (built dist)', () => {
+  it('bench --help prints the usage and every option, exit 0', async () => {
+    const result = await run('bench/cli.js', ['--help'], 20_000);
+    expect(result.code, result.stderr).toBe(0);
+    for (const option of ['--quick', '--backend', '--out']) expect(result.stdout).toContain(option);
+  });
+
   it('bench --quick on the memory backend writes results.json (issue-shaped rows) and results.md', async () => {
     const dir = join(out, 'bench');
     const result = await run('bench/cli.js', ['--quick', '--backend', 'memory', '--out', dir], 60_000);
