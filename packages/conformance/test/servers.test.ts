@@ -83,6 +83,15 @@ async function talk(server: ServerHandle, timeoutMs = 2_000): Promise<Answer> {
   return ok(text) ? 'answers' : `other: ${text.slice(0, 60)}`;
 }
 
+/**
+ * After stop() nothing answers: each port refuses, or (podman, several containers stopped at once)
+ * accepts and then stays silent while its forwarding is torn down, seen only for the last container
+ * of a group. Either way no server speaks its protocol there any more, which is what stop() promises.
+ */
+function silent(answers: readonly Answer[]): boolean {
+  return answers.every((answer) => answer === 'refused' || answer === 'timeout');
+}
+
 async function redis(server: ServerHandle, command: string): Promise<string> {
   const { reply, error } = await talkRaw(server.host, server.port, `${command}\r\n`, 2_000);
   return error ?? reply?.toString('utf8') ?? '';
@@ -252,7 +261,7 @@ for (const { name: provider, skip } of providers) {
       } finally {
         await Promise.all(masters.map((m) => m.stop()));
       }
-      expect(await Promise.all(masters.map((m) => talk(m)))).toEqual(['refused', 'refused', 'refused']);
+      expect(silent(await Promise.all(masters.map((m) => talk(m))))).toBe(true);
     });
 
     test('redis primary + replica: replicates, read-only until promoted', slow, async () => {
@@ -266,7 +275,7 @@ for (const { name: provider, skip } of providers) {
       } finally {
         await pair.stop();
       }
-      expect([await talk(pair.primary), await talk(pair.replica)]).toEqual(['refused', 'refused']);
+      expect(silent([await talk(pair.primary), await talk(pair.replica)])).toBe(true);
     });
 
     test('zookeeper ensemble: quorum forms; a new leader after the leader goes down; it rejoins', slow, async () => {
@@ -287,7 +296,7 @@ for (const { name: provider, skip } of providers) {
       } finally {
         await ensemble.stop();
       }
-      expect(await Promise.all(ensemble.members.map((m) => talk(m)))).toEqual(['refused', 'refused', 'refused']);
+      expect(silent(await Promise.all(ensemble.members.map((m) => talk(m))))).toBe(true);
     });
   });
 }
