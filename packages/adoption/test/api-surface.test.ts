@@ -10,7 +10,10 @@ import { published, repoRoot } from './pack.js';
  * Read from the built declarations, which are what users compile against.
  */
 function entryPoints(dir: string): [string, string][] {
-  const manifest = JSON.parse(readFileSync(`${repoRoot}packages/${dir}/package.json`, 'utf8')) as { name: string; exports: Record<string, string | { types?: string }> };
+  const manifest = JSON.parse(readFileSync(`${repoRoot}packages/${dir}/package.json`, 'utf8')) as {
+    name: string;
+    exports: Record<string, string | { types?: string }>;
+  };
   return Object.entries(manifest.exports)
     .filter((entry): entry is [string, { types: string }] => typeof entry[1] === 'object' && entry[1].types !== undefined)
     .map(([subpath, target]) => [`${manifest.name}${subpath.slice(1)}`, `${repoRoot}packages/${dir}/${target.types}`]);
@@ -50,7 +53,13 @@ describe('public API surface', () => {
   beforeAll(() => {
     // One program for every entry point: the declarations are parsed once.
     const files = published.flatMap((dir) => entryPoints(dir).map(([, file]) => file));
-    const options = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, noEmit: true, skipLibCheck: true };
+    const options = {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+      skipLibCheck: true,
+    };
     program = ts.createProgram(files, options);
   });
 

@@ -23,7 +23,12 @@ async function node(args: string[], cwd = app): Promise<Record<string, unknown>>
 }
 
 async function npm(args: string[]): Promise<string> {
-  const { stdout } = await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, env, timeout: 180_000, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: app,
+    env,
+    timeout: 180_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return stdout;
 }
 
@@ -60,7 +65,7 @@ afterAll(async () => {
 });
 
 describe('a fresh app on the packed tarballs', () => {
-  it('gets one copy of ioredis (6.x, the app\'s) and of core, with @opentelemetry/api installed as core\'s peer', async () => {
+  it("gets one copy of ioredis (6.x, the app's) and of core, with @opentelemetry/api installed as core's peer", async () => {
     const versions = await node([
       '--input-type=module',
       '-e',
@@ -91,7 +96,15 @@ describe('a fresh app on the packed tarballs', () => {
   it('bundles with esbuild into one file that runs with no node_modules at all', async () => {
     const outdir = mkdtempSync(join(tmpdir(), 'deadbolt-bundle-'));
     try {
-      await build({ entryPoints: [join(app, 'bundle-entry.mjs')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: join(outdir, 'app.cjs'), logLevel: 'error' });
+      await build({
+        entryPoints: [join(app, 'bundle-entry.mjs')],
+        bundle: true,
+        platform: 'node',
+        format: 'cjs',
+        target: 'node20',
+        outfile: join(outdir, 'app.cjs'),
+        logLevel: 'error',
+      });
       const result = await node(['app.cjs'], outdir);
       expect(result).toEqual({ fence: expect.any(Number), nextFence: expect.any(Number), busy: true, invalid: true });
     } finally {
@@ -110,7 +123,12 @@ describe('a fresh app on the packed tarballs', () => {
       if (vitest === '4') await npm(['install', '--save-dev', 'vitest@^4.0.0']);
       const installed = (JSON.parse(readFileSync(join(app, 'node_modules/vitest/package.json'), 'utf8')) as { version: string }).version;
       expect(installed.startsWith(`${vitest}.`), installed).toBe(true);
-      const { stdout } = await run(join(app, 'node_modules/.bin/vitest'), ['run', '--reporter=verbose'], { cwd: app, env: { ...env, CI: '1' }, timeout: 180_000, maxBuffer: 64 * 1024 * 1024 });
+      const { stdout } = await run(join(app, 'node_modules/.bin/vitest'), ['run', '--reporter=verbose'], {
+        cwd: app,
+        env: { ...env, CI: '1' },
+        timeout: 180_000,
+        maxBuffer: 64 * 1024 * 1024,
+      });
       expect(stdout).not.toMatch(/No test suite found/);
       counts[vitest] = /Tests\s+(.*)/.exec(stdout)?.[1] ?? stdout;
       expect(counts[vitest]).toMatch(/\d+ passed/);

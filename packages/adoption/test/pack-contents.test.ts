@@ -22,11 +22,15 @@ describe.each(published)('the published package in packages/%s', (dir) => {
   it('ships its built entry points, declarations, README and LICENSE, and no tests, build state or configs', async () => {
     const packed = await npmPack(dir);
     const paths = packed.files.map((file) => file.path);
-    for (const required of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts']) expect(paths, required).toContain(required);
+    for (const required of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts'])
+      expect(paths, required).toContain(required);
     for (const target of Object.values(manifest(dir).exports ?? {})) {
-      for (const file of typeof target === 'string' ? [target] : Object.values(target)) expect(paths, file).toContain(file.replace(/^\.\//, ''));
+      for (const file of typeof target === 'string' ? [target] : Object.values(target))
+        expect(paths, file).toContain(file.replace(/^\.\//, ''));
     }
-    const unwanted = paths.filter((path) => /(^|\/)(test|tests|fixtures)\/|\.test\.|tsbuildinfo|^tsconfig|vitest\.config|node_modules/.test(path));
+    const unwanted = paths.filter((path) =>
+      /(^|\/)(test|tests|fixtures)\/|\.test\.|tsbuildinfo|^tsconfig|vitest\.config|node_modules/.test(path),
+    );
     expect(unwanted).toEqual([]);
     expect(readFileSync(`${repoRoot}packages/${dir}/LICENSE`, 'utf8')).toBe(readFileSync(`${repoRoot}LICENSE`, 'utf8'));
   });

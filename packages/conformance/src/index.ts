@@ -1,5 +1,15 @@
 export { describeLockConformance, caseGroups } from './suite/describe.js';
-export { runCase, resolveOptions, type CaseContext, type ConformanceCase, type ConformanceOptions, type FairHooks, type FaultHooks, type ResolvedOptions, type ServerLike } from './suite/context.js';
+export {
+  runCase,
+  resolveOptions,
+  type CaseContext,
+  type ConformanceCase,
+  type ConformanceOptions,
+  type FairHooks,
+  type FaultHooks,
+  type ResolvedOptions,
+  type ServerLike,
+} from './suite/context.js';
 export * from './suite/safety.js';
 export * from './suite/leases.js';
 export * from './suite/waiting.js';

@@ -1,6 +1,14 @@
 // Test-only broken backends for the cases issue 14 added: each case must catch its mutant.
 import { createLockClient, InvalidArgumentError, type LockClient } from '@deadbolt/core';
-import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type AttemptResult, type Grant, type MemoryStore } from '@deadbolt/core/adapter';
+import {
+  MemoryBackend,
+  memoryCapabilities,
+  memoryStore,
+  type AcquireRequest,
+  type AttemptResult,
+  type Grant,
+  type MemoryStore,
+} from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   badInputSendsNothing,
@@ -165,7 +173,11 @@ interface Scenario {
 }
 
 const scenarios: Scenario[] = [
-  { what: 'expiry rounded up to whole seconds (declared minTtlMs 1)', mutant: expiresAt((now, ttl) => now + Math.ceil(ttl / 1_000) * 1_000), testCase: fractionalExpiry },
+  {
+    what: 'expiry rounded up to whole seconds (declared minTtlMs 1)',
+    mutant: expiresAt((now, ttl) => now + Math.ceil(ttl / 1_000) * 1_000),
+    testCase: fractionalExpiry,
+  },
   { what: 'a lease that ends at 80% of its ttl', mutant: expiresAt((now, ttl) => now + Math.floor(ttl * 0.8)), testCase: fractionalExpiry },
   { what: 'fences that count releases only', mutant: FenceCountsReleases, testCase: fencesAcrossExpiry },
   { what: 'release that compares the owner, not the token', mutant: ReleaseByOwner, testCase: staleHandleSameOwner },
@@ -179,7 +191,12 @@ const scenarios: Scenario[] = [
     testCase: badInputSendsNothing,
     options: (store) => ({ commandCount: async () => store.operations }),
   },
-  { what: 'every waiter woken on each release', mutant: WakesEveryWaiter, testCase: crowdOnOneKey, options: () => ({ manyWaiters: 3_000, manyWaitersWaitMs: 8_000 }) },
+  {
+    what: 'every waiter woken on each release',
+    mutant: WakesEveryWaiter,
+    testCase: crowdOnOneKey,
+    options: () => ({ manyWaiters: 3_000, manyWaitersWaitMs: 8_000 }),
+  },
   { what: 'a wait that ignores its abort signal', mutant: IgnoresAbortWhileWaiting, testCase: waitEndings },
   { what: 'close() that leaves a timer', mutant: LeaksTimerOnClose, testCase: severalClientsClose },
   {
@@ -226,7 +243,10 @@ describe('the suite catches broken backends (issue 14 cases)', () => {
         ...options?.(store),
       };
       const server: ServerLike = { stop: async () => undefined };
-      const error = await runCase(testCase, given, server).then(() => undefined, (e: unknown) => e);
+      const error = await runCase(testCase, given, server).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       console.info(`[mutant] ${what}: caught by "${testCase.title}": ${String(error)}`);
       expect(error).toBeInstanceOf(Error);
     }, 60_000);

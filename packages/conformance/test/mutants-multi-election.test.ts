@@ -1,6 +1,14 @@
 // Test-only broken backends for the multi-lock and election groups: the suite must catch each one.
 import { createLockClient, type LockClient } from '@deadbolt/core';
-import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type CampaignRequest, type MultiAttemptResult, type TermGrant } from '@deadbolt/core/adapter';
+import {
+  MemoryBackend,
+  memoryCapabilities,
+  memoryStore,
+  type AcquireRequest,
+  type CampaignRequest,
+  type MultiAttemptResult,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   electionKilledLeader,
@@ -112,7 +120,10 @@ describe('the multi and election groups catch broken backends', () => {
           await backends.get(client)?.close();
         },
       };
-      const error = await runCase(testCase, options).then(() => undefined, (e: unknown) => e);
+      const error = await runCase(testCase, options).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       console.info(`[mutant] ${what}: caught by "${testCase.title}": ${String(error)}`);
       expect(error).toBeInstanceOf(Error);
     });

@@ -1,6 +1,16 @@
 // Test-only broken read-write locks and semaphores: each new suite case must fail on one of them.
 import { createLockClient, type LockClient } from '@deadbolt/core';
-import { MemoryBackend, memoryCapabilities, memoryStore, QueuedLocks, type AcquireRequest, type Grant, type LockKind, type QueuedGrant, type QueuedLockEntry as Entry } from '@deadbolt/core/adapter';
+import {
+  MemoryBackend,
+  memoryCapabilities,
+  memoryStore,
+  QueuedLocks,
+  type AcquireRequest,
+  type Grant,
+  type LockKind,
+  type QueuedGrant,
+  type QueuedLockEntry as Entry,
+} from '@deadbolt/core/adapter';
 
 import { describe, expect, it } from 'vitest';
 import {
@@ -117,7 +127,13 @@ const mutants: [string, Mutant, ConformanceCase[]][] = [
   ['an aborted waiter left in the queue', AbortedWaiterStays, [readWriteChaos, semaphoreChaos]],
 ];
 
-async function expectCaught(what: string, testCase: ConformanceCase, create: (prefix: string) => LockClient, residue?: (prefix: string) => Promise<number>, capabilities = memoryCapabilities): Promise<void> {
+async function expectCaught(
+  what: string,
+  testCase: ConformanceCase,
+  create: (prefix: string) => LockClient,
+  residue?: (prefix: string) => Promise<number>,
+  capabilities = memoryCapabilities,
+): Promise<void> {
   const options = {
     name: `mutant: ${what}`,
     capabilities,
@@ -126,7 +142,10 @@ async function expectCaught(what: string, testCase: ConformanceCase, create: (pr
     chaosOperations: 40,
     ...(residue ? { residue: (_: unknown, prefix: string) => residue(prefix) } : {}),
   };
-  const error = await runCase(testCase, options).then(() => undefined, (e: unknown) => e);
+  const error = await runCase(testCase, options).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   console.info(`[mutant] ${what}: caught by "${testCase.title}": ${String(error)}`);
   expect(error).toBeInstanceOf(Error);
 }
@@ -137,7 +156,12 @@ describe('the read-write and semaphore cases catch broken backends', () => {
       it(`${what} fails "${testCase.title}"`, async () => {
         const store = memoryStore(`mutant-${what}-${testCase.title}`);
         store.queued = new Mutant((id) => store.nextFence(id));
-        await expectCaught(what, testCase, (prefix) => createLockClient({ backend: new MemoryBackend(store, 'memory-mutant'), prefix }), async (prefix) => store.queued.residue(prefix));
+        await expectCaught(
+          what,
+          testCase,
+          (prefix) => createLockClient({ backend: new MemoryBackend(store, 'memory-mutant'), prefix }),
+          async (prefix) => store.queued.residue(prefix),
+        );
       });
     }
   }
@@ -161,6 +185,12 @@ describe('the read-write and semaphore cases catch broken backends', () => {
   });
 
   it(`a backend that has read-write locks but says it has not fails "${unsupportedPrimitive.title}"`, async () => {
-    await expectCaught('capabilities that understate the backend', unsupportedPrimitive, (prefix) => createLockClient({ url: 'memory://mutant-unsupported', prefix }), undefined, { ...memoryCapabilities, readWrite: false });
+    await expectCaught(
+      'capabilities that understate the backend',
+      unsupportedPrimitive,
+      (prefix) => createLockClient({ url: 'memory://mutant-unsupported', prefix }),
+      undefined,
+      { ...memoryCapabilities, readWrite: false },
+    );
   });
 });

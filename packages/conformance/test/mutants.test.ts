@@ -1,6 +1,13 @@
 // Test-only broken backends: the suite must catch each one (issue 3, "Done when").
 import { createLockClient, LockLostError } from '@deadbolt/core';
-import { MemoryBackend, memoryCapabilities, memoryStore, type AcquireRequest, type AttemptResult, type Grant } from '@deadbolt/core/adapter';
+import {
+  MemoryBackend,
+  memoryCapabilities,
+  memoryStore,
+  type AcquireRequest,
+  type AttemptResult,
+  type Grant,
+} from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import { mutualExclusion, nonOwnerRelease, runCase, type ConformanceCase } from '../src/index.js';
 
@@ -41,7 +48,10 @@ function renewAfterServerLoss(store: ReturnType<typeof memoryStore>): Conformanc
     async run(ctx) {
       const lock = await ctx.client().acquire('k', { ttlMs: 10_000, autoRenew: false });
       store.delete(`${ctx.prefix}k`);
-      const error = await lock.renew().then(() => undefined, (e: unknown) => e);
+      const error = await lock.renew().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       if (!(error instanceof LockLostError)) throw new Error(`renew of a lock the server no longer has gave ${String(error)}`);
     },
   };
@@ -64,7 +74,10 @@ describe('the suite catches broken backends', () => {
         // A new backend per client (close() closes it), all on one shared store.
         create: (_: unknown, { prefix }: { prefix: string }) => createLockClient({ backend: new Mutant(store, 'memory-mutant'), prefix }),
       };
-      const error = await runCase(testCase, options).then(() => undefined, (e: unknown) => e);
+      const error = await runCase(testCase, options).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       console.info(`[mutant] ${what}: caught by "${testCase.title}": ${String(error)}`);
       expect(error).toBeInstanceOf(Error);
     });

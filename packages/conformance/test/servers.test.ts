@@ -36,7 +36,12 @@ import { ProcessServer } from '../src/servers/process-server.js';
 type Answer = 'answers' | 'timeout' | 'refused' | `other: ${string}`;
 
 /** One request/response over a fresh TCP connection. */
-function talkRaw(host: string, port: number, request: Buffer | string, timeoutMs: number): Promise<{ reply?: Buffer; error?: 'timeout' | 'refused' }> {
+function talkRaw(
+  host: string,
+  port: number,
+  request: Buffer | string,
+  timeoutMs: number,
+): Promise<{ reply?: Buffer; error?: 'timeout' | 'refused' }> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     const done = (result: { reply?: Buffer; error?: 'timeout' | 'refused' }): void => {
@@ -150,14 +155,19 @@ const providers: { name: ServerProviderName; skip: string | undefined }[] = [
   },
 ];
 for (const provider of providers) {
-  process.stderr.write(`[deadbolt] servers test: provider ${provider.name}: ${provider.skip === undefined ? 'runs' : `SKIPPED (${provider.skip})`}\n`);
+  process.stderr.write(
+    `[deadbolt] servers test: provider ${provider.name}: ${provider.skip === undefined ? 'runs' : `SKIPPED (${provider.skip})`}\n`,
+  );
 }
 
 const slow = { timeout: 120_000 };
 
 describe('provider decision', () => {
   test('DEADBOLT_SERVERS=process needs no engine', async () => {
-    expect(await chooseServerProvider({ DEADBOLT_SERVERS: 'process' })).toEqual({ provider: 'process', reason: 'DEADBOLT_SERVERS=process' });
+    expect(await chooseServerProvider({ DEADBOLT_SERVERS: 'process' })).toEqual({
+      provider: 'process',
+      reason: 'DEADBOLT_SERVERS=process',
+    });
   });
   test('an unknown value is refused', async () => {
     await expect(chooseServerProvider({ DEADBOLT_SERVERS: 'docker' })).rejects.toThrow(/container, process or auto/);
@@ -227,7 +237,13 @@ for (const { name: provider, skip } of providers) {
     test('postgres: answers, pause/resume/restart/down/up/stop', slow, async () => {
       const server = await startPostgres({ provider });
       try {
-        expect(fields(server)).toMatchObject({ kind: 'postgres', provider, user: 'postgres', password: 'pg-S3cr3t-pw', database: 'postgres' });
+        expect(fields(server)).toMatchObject({
+          kind: 'postgres',
+          provider,
+          user: 'postgres',
+          password: 'pg-S3cr3t-pw',
+          database: 'postgres',
+        });
         expect(server.url).toBe(`postgres://postgres:pg-S3cr3t-pw@${server.host}:${server.port}/postgres`);
         // SCRAM: the server asks for a password (AuthenticationSASL = 10) over TCP.
         const { reply } = await talkRaw(server.host, server.port, postgresStartup('postgres', 'postgres'), 2_000);

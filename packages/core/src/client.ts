@@ -6,7 +6,16 @@ import type { AcquireRequest, AttemptResult, Grant, LockBackend, LockKind } from
 import { backoffDelayMs } from './backoff.js';
 import { resolveConfig } from './config.js';
 import { BackendUnavailableError, ClientClosedError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
-import { checkKindSupported, kindLeaseId, kindName, planReentry, type KindAcquirer, type ReadWriteLock, type Semaphore, type SemaphoreOptions } from './kinds.js';
+import {
+  checkKindSupported,
+  kindLeaseId,
+  kindName,
+  planReentry,
+  type KindAcquirer,
+  type ReadWriteLock,
+  type Semaphore,
+  type SemaphoreOptions,
+} from './kinds.js';
 import { Lease } from './lease.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
@@ -124,10 +133,18 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     return this.acquireOrNull(key, options, mayWait, kind);
   }
 
-  async withKind<T>(key: string, kind: LockKind | undefined, fn: (lock: Lock) => Promise<T> | T, options: AcquireOptions | undefined): Promise<T> {
+  async withKind<T>(
+    key: string,
+    kind: LockKind | undefined,
+    fn: (lock: Lock) => Promise<T> | T,
+    options: AcquireOptions | undefined,
+  ): Promise<T> {
     // The body runs as one flow, so nested acquires of the same key inside it re-enter.
     const flow = currentFlow() ?? newFlow();
-    const lock = await runInFlow(flow, async () => (await this.acquireOrNull(key, { ...options, autoRenew: options?.autoRenew ?? true }, true, kind))!);
+    const lock = await runInFlow(
+      flow,
+      async () => (await this.acquireOrNull(key, { ...options, autoRenew: options?.autoRenew ?? true }, true, kind))!,
+    );
     let failed = false;
     try {
       return await runInFlow(flow, () => fn(lock));
@@ -183,12 +200,20 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     this.assertOpen(key);
     const plan = this.plan(backend, key, options, mayWait, kind);
     plan.signal?.throwIfAborted();
-    return traced('acquire', { 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs, 'deadbolt.kind': kindName(kind) }, () =>
-      this.acquireWithPlan(backend, plan, mayWait),
+    return traced(
+      'acquire',
+      { 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs, 'deadbolt.kind': kindName(kind) },
+      () => this.acquireWithPlan(backend, plan, mayWait),
     );
   }
 
-  private plan(backend: LockBackend, key: string, options: AcquireOptions | undefined, mayWait: boolean, kind: LockKind | undefined): AcquirePlan {
+  private plan(
+    backend: LockBackend,
+    key: string,
+    options: AcquireOptions | undefined,
+    mayWait: boolean,
+    kind: LockKind | undefined,
+  ): AcquirePlan {
     if (kind) checkKindSupported(kind, backend.capabilities, backend.name, key);
     const prefix = this.configuredPrefix ?? backend.defaultPrefix ?? '';
     const ttlMs = options?.ttlMs ?? this.defaults.ttlMs;
@@ -322,7 +347,17 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   private grantLock(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number): Lock {
     const id = kindLeaseId(plan.fullKey, plan.owner, plan.kind, grant.token);
-    const lease = new Lease(plan.userKey, plan.fullKey, plan.owner, grant, plan.ttlMs, plan.autoRenew, backend.capabilities.lease === 'session', sentAt, id);
+    const lease = new Lease(
+      plan.userKey,
+      plan.fullKey,
+      plan.owner,
+      grant,
+      plan.ttlMs,
+      plan.autoRenew,
+      backend.capabilities.lease === 'session',
+      sentAt,
+      id,
+    );
     this.leases.set(id, lease);
     this.renewer?.add(lease);
     const waitedMs = Date.now() - startedAt;
@@ -332,7 +367,14 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     return new LockHandle(lease, this);
   }
 
-  private async waitForTurn(backend: LockBackend, fullKey: string, attempt: number, remainingMs: number, retryAfterMs: number | undefined, signal: AbortSignal): Promise<void> {
+  private async waitForTurn(
+    backend: LockBackend,
+    fullKey: string,
+    attempt: number,
+    remainingMs: number,
+    retryAfterMs: number | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
     const hintMs = retryAfterMs !== undefined && retryAfterMs >= 0 ? retryAfterMs + 1 : Number.POSITIVE_INFINITY;
     if (backend.waitForChange) {
       // The fallback grows with the attempts, jittered: a crowd of waiters that keeps missing the
@@ -408,7 +450,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   private onBackendLost(id: string, grant: Grant, cause: Error): void {
     const lease = this.leases.get(id);
-    if (lease && lease.grant.token === grant.token) this.markLost(lease, cause instanceof LockLostError ? cause.reason : cause.message, cause);
+    if (lease && lease.grant.token === grant.token)
+      this.markLost(lease, cause instanceof LockLostError ? cause.reason : cause.message, cause);
   }
 
   /** `held` and `signal` read the clock, not only timers: a paused process learns of its loss at once. */
@@ -450,13 +493,25 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       holds: (fullKey, owner) => this.leases.get(kindLeaseId(fullKey, owner, undefined, ''))?.lost === false,
       adopt: (backend, plan, grant, sentAt, startedAt) => this.grantLock(backend, plan, grant, sentAt, startedAt),
       call: (backend, action, key, fn, how) =>
-        this.call(backend, action, key, fn, how?.release
-          ? { closable: false }
-          : { undoLateGrant: true, ...(how?.waitUntil === undefined ? {} : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs }) }),
+        this.call(
+          backend,
+          action,
+          key,
+          fn,
+          how?.release
+            ? { closable: false }
+            : {
+                undoLateGrant: true,
+                ...(how?.waitUntil === undefined
+                  ? {}
+                  : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs }),
+              },
+        ),
       onLost: (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, undefined, grant.token), grant, cause),
       emit: (event, ...args) => this.emit(event, ...args),
       timeout: (backend, plan, attempts) => this.timeout(backend, plan, attempts),
-      waitForTurn: (backend, fullKey, attempt, remainingMs, retryAfterMs, signal) => this.waitForTurn(backend, fullKey, attempt, remainingMs, retryAfterMs, signal),
+      waitForTurn: (backend, fullKey, attempt, remainingMs, retryAfterMs, signal) =>
+        this.waitForTurn(backend, fullKey, attempt, remainingMs, retryAfterMs, signal),
     };
     return this.primitiveHost;
   }
@@ -469,7 +524,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         instruments.renewals.add(1, { backend: backend.name });
       },
       lost: (lease, reason, cause) => this.markLost(lease, reason, cause),
-      failed: (lease, error) => this.reportError(lease.userKey, new BackendUnavailableError('renew', { key: lease.userKey, backend: backend.name, cause: error })),
+      failed: (lease, error) =>
+        this.reportError(lease.userKey, new BackendUnavailableError('renew', { key: lease.userKey, backend: backend.name, cause: error })),
     });
     return backend;
   }
@@ -518,7 +574,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   private reportError(key: string | undefined, error: unknown): void {
     // Node throws on an 'error' event nobody listens to; a background renewal hiccup must not crash the app.
-    if (this.emitter.listenerCount('error') > 0) this.emit('error', { key, error: error instanceof Error ? error : new Error(String(error)) });
+    if (this.emitter.listenerCount('error') > 0)
+      this.emit('error', { key, error: error instanceof Error ? error : new Error(String(error)) });
   }
 
   private async shutdown(): Promise<void> {

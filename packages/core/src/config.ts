@@ -48,7 +48,10 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
   if (packageName === undefined) {
     const known = [...new Set([...registeredSchemes(), ...Object.keys(knownBackendPackages)])].sort().join(', ');
     const shown = url ? ` in ${redactUrl(url)}` : '';
-    throw new InvalidArgumentError('backend', `unknown scheme "${scheme}"${shown}; registered or installable schemes are: ${known}. A third-party adapter must call registerBackend() first`);
+    throw new InvalidArgumentError(
+      'backend',
+      `unknown scheme "${scheme}"${shown}; registered or installable schemes are: ${known}. A third-party adapter must call registerBackend() first`,
+    );
   }
   // The adapter registers itself when its package is imported: load it on first use.
   const backend = import(packageName).then(
@@ -58,7 +61,9 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
       return loaded(backendConfig);
     },
     (error: unknown) => {
-      throw new InvalidArgumentError('backend', `the "${scheme}" scheme needs the package ${packageName}: run npm install ${packageName}`, { cause: error });
+      throw new InvalidArgumentError('backend', `the "${scheme}" scheme needs the package ${packageName}: run npm install ${packageName}`, {
+        cause: error,
+      });
     },
   );
   // A client that is created and closed without use must not leave an unhandled rejection behind.

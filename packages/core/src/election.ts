@@ -39,7 +39,11 @@ export class DeadboltElection implements Election {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Term> {
-    if (this.iterating) throw new InvalidArgumentError('election', 'it is already being iterated; call elect() again for a second participant', { key: this.name, backend: this.host.label() });
+    if (this.iterating)
+      throw new InvalidArgumentError('election', 'it is already being iterated; call elect() again for a second participant', {
+        key: this.name,
+        backend: this.host.label(),
+      });
     this.iterating = true;
     return {
       next: () => this.next(),
@@ -72,7 +76,12 @@ export class DeadboltElection implements Election {
     if (this.resigning.signal.aborted) return { done: true, value: undefined };
     this.host.assertOpen(this.name);
     const backend = await this.electionBackend();
-    const plan = this.host.plan(backend, this.name, { ...(this.options.ttlMs === undefined ? {} : { ttlMs: this.options.ttlMs }), autoRenew: true, owner: this.owner }, true);
+    const plan = this.host.plan(
+      backend,
+      this.name,
+      { ...(this.options.ttlMs === undefined ? {} : { ttlMs: this.options.ttlMs }), autoRenew: true, owner: this.owner },
+      true,
+    );
     const stop = AbortSignal.any([this.resigning.signal, this.host.closing, ...(this.options.signal ? [this.options.signal] : [])]);
     let reported = false;
     const request: CampaignRequest = {
@@ -94,7 +103,9 @@ export class DeadboltElection implements Election {
       stop.throwIfAborted();
       const sentAt = Date.now();
       const deadline = Date.now() + campaignSliceMs;
-      const grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, deadline, stop), { waitUntil: deadline });
+      const grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, deadline, stop), {
+        waitUntil: deadline,
+      });
       if (!grant) continue;
       if (stop.aborted) {
         await this.host.call(backend, 'release', this.name, () => backend.release(grant), { release: true }).catch(() => false);
@@ -113,7 +124,10 @@ export class DeadboltElection implements Election {
   private checkedTerm(grant: Grant): number {
     const term = grant.fence;
     if (typeof term !== 'number' || !(term > this.lastTerm)) {
-      throw new DeadboltError(`the backend granted term ${String(term)} after term ${this.lastTerm}: terms must strictly increase`, { key: this.name, backend: this.host.label() });
+      throw new DeadboltError(`the backend granted term ${String(term)} after term ${this.lastTerm}: terms must strictly increase`, {
+        key: this.name,
+        backend: this.host.label(),
+      });
     }
     this.lastTerm = term;
     return term;
@@ -140,18 +154,27 @@ export class DeadboltElection implements Election {
 
 function validateElectOptions(name: unknown, options: unknown, backend: string): asserts options is ElectOptions {
   const context = { key: typeof name === 'string' ? name : undefined, backend };
-  if (typeof name !== 'string' || name.length === 0) throw new InvalidArgumentError('name', `expected a non-empty election name, got ${describeValue(name)}`, context);
-  if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', `expected { id }, got ${describeValue(options)}`, context);
+  if (typeof name !== 'string' || name.length === 0)
+    throw new InvalidArgumentError('name', `expected a non-empty election name, got ${describeValue(name)}`, context);
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('options', `expected { id }, got ${describeValue(options)}`, context);
   const record = options as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!electOptionNames.has(key)) throw new InvalidArgumentError(`option "${key}"`, `unknown option; the options are ${[...electOptionNames].join(', ')}`, context);
+    if (!electOptionNames.has(key))
+      throw new InvalidArgumentError(`option "${key}"`, `unknown option; the options are ${[...electOptionNames].join(', ')}`, context);
   }
-  if (typeof record.id !== 'string' || record.id.length === 0) throw new InvalidArgumentError('id', `expected a non-empty participant id, got ${describeValue(record.id)}`, context);
+  if (typeof record.id !== 'string' || record.id.length === 0)
+    throw new InvalidArgumentError('id', `expected a non-empty participant id, got ${describeValue(record.id)}`, context);
   const ttl = record.ttlMs;
   if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > maxDurationMs)) {
-    throw new InvalidArgumentError('ttlMs', `expected a positive integer of milliseconds up to ${maxDurationMs}, got ${describeValue(ttl)}`, context);
+    throw new InvalidArgumentError(
+      'ttlMs',
+      `expected a positive integer of milliseconds up to ${maxDurationMs}, got ${describeValue(ttl)}`,
+      context,
+    );
   }
-  if (record.signal !== undefined && !(record.signal instanceof AbortSignal)) throw new InvalidArgumentError('signal', `expected an AbortSignal, got ${describeValue(record.signal)}`, context);
+  if (record.signal !== undefined && !(record.signal instanceof AbortSignal))
+    throw new InvalidArgumentError('signal', `expected an AbortSignal, got ${describeValue(record.signal)}`, context);
   if (record.layout !== undefined && record.layout !== 'latch' && record.layout !== 'selector') {
     throw new InvalidArgumentError('layout', `expected 'latch' or 'selector', got ${describeValue(record.layout)}`, context);
   }

@@ -83,7 +83,10 @@ export class BackendUnavailableError extends DeadboltError {
     const cause = context.cause;
     // A wrapped BackendUnavailableError is quoted by its reason, not its message, so prefixes never repeat.
     const reason = cause instanceof BackendUnavailableError ? cause.reason : cause instanceof Error ? cause.message : undefined;
-    super(`backend unavailable during ${action}${reason === undefined ? '' : `: ${reason}`}. Check that the server is up and reachable`, context);
+    super(
+      `backend unavailable during ${action}${reason === undefined ? '' : `: ${reason}`}. Check that the server is up and reachable`,
+      context,
+    );
     this.reason = reason;
   }
 }
@@ -141,6 +144,9 @@ export class LockUpgradeError extends DeadboltError {
   override readonly code = 'LOCK_UPGRADE';
 
   constructor(context: ErrorContext = {}) {
-    super('cannot upgrade a read lock to a write lock: this owner holds the read lock. Release it first, or take the write lock from the start (downgrade is allowed)', context);
+    super(
+      'cannot upgrade a read lock to a write lock: this owner holds the read lock. Release it first, or take the write lock from the start (downgrade is allowed)',
+      context,
+    );
   }
 }

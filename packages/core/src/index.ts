@@ -14,7 +14,9 @@ registerBackend('memory', memoryBackendFactory);
  * with no argument, `DEADBOLT_URL` (default `memory://`). Throws InvalidArgumentError for bad
  * configuration before any I/O. The adapter package of a known scheme is imported on first use.
  */
-export function createLockClient<Url extends string = string, Name extends string = string>(config?: LockClientConfig<Url, Name>): LockClient {
+export function createLockClient<Url extends string = string, Name extends string = string>(
+  config?: LockClientConfig<Url, Name>,
+): LockClient {
   return new DeadboltClient(config as LockClientConfig);
 }
 

@@ -28,7 +28,12 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
     const plans = keys.map((key) => host.plan(backend, key, options, true));
     options?.signal?.throwIfAborted();
     const ordered = inGlobalOrder(backend, plans);
-    const attributes = { 'deadbolt.key': label, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': ordered[0]!.waitMs, 'deadbolt.keys': ordered.length };
+    const attributes = {
+      'deadbolt.key': label,
+      'deadbolt.backend': backend.name,
+      'deadbolt.wait_ms': ordered[0]!.waitMs,
+      'deadbolt.keys': ordered.length,
+    };
     return traced('acquireAll', attributes, () => {
       const multi = backend as MultiLockBackend;
       // A key this owner already holds is a re-entry, which only the per-key path counts.
@@ -41,11 +46,13 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
 }
 
 function validateKeys(keys: unknown, backend: string): asserts keys is readonly string[] {
-  if (!Array.isArray(keys)) throw new InvalidArgumentError('keys', `expected an array of key strings, got ${describeValue(keys)}`, { backend });
+  if (!Array.isArray(keys))
+    throw new InvalidArgumentError('keys', `expected an array of key strings, got ${describeValue(keys)}`, { backend });
   if (keys.length === 0) throw new InvalidArgumentError('keys', 'the list is empty; name at least one resource', { backend });
   const seen = new Set<unknown>();
   for (const key of keys) {
-    if (typeof key !== 'string' || key.length === 0) throw new InvalidArgumentError('keys', `every key must be a non-empty string, got ${describeValue(key)}`, { backend });
+    if (typeof key !== 'string' || key.length === 0)
+      throw new InvalidArgumentError('keys', `every key must be a non-empty string, got ${describeValue(key)}`, { backend });
     if (seen.has(key)) throw new InvalidArgumentError('keys', `"${key}" is listed twice; list each key once`, { key, backend });
     seen.add(key);
   }
@@ -88,7 +95,12 @@ function requestsFor(host: PrimitiveHost, ordered: readonly AcquirePlan[], onCon
 }
 
 /** One atomic all-or-nothing attempt per round; between rounds, wait for news of the busy key. */
-async function atomic(host: PrimitiveHost, backend: LockBackend, tryAcquireMany: NonNullable<MultiLockBackend['tryAcquireMany']>, ordered: readonly AcquirePlan[]): Promise<MultiLock> {
+async function atomic(
+  host: PrimitiveHost,
+  backend: LockBackend,
+  tryAcquireMany: NonNullable<MultiLockBackend['tryAcquireMany']>,
+  ordered: readonly AcquirePlan[],
+): Promise<MultiLock> {
   const first = ordered[0]!;
   const startedAt = Date.now();
   const deadline = startedAt + first.waitMs;
@@ -103,7 +115,10 @@ async function atomic(host: PrimitiveHost, backend: LockBackend, tryAcquireMany:
         await releaseGrants(host, backend, result.grants, label);
         signal.throwIfAborted();
       }
-      return new MultiLockHandle(result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)), first.owner);
+      return new MultiLockHandle(
+        result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
+        first.owner,
+      );
     }
     const busy = ordered.find((plan) => plan.fullKey === result.busyKey) ?? first;
     if (attempts === 1) host.emit('contended', { key: busy.userKey, owner: first.owner, attempt: attempts });
@@ -114,7 +129,12 @@ async function atomic(host: PrimitiveHost, backend: LockBackend, tryAcquireMany:
 }
 
 /** Native queueing (ZooKeeper: one multi enqueues us under every key): the backend waits. */
-async function queued(host: PrimitiveHost, backend: LockBackend, acquireMany: NonNullable<MultiLockBackend['acquireMany']>, ordered: readonly AcquirePlan[]): Promise<MultiLock> {
+async function queued(
+  host: PrimitiveHost,
+  backend: LockBackend,
+  acquireMany: NonNullable<MultiLockBackend['acquireMany']>,
+  ordered: readonly AcquirePlan[],
+): Promise<MultiLock> {
   const first = ordered[0]!;
   const startedAt = Date.now();
   const signal = anySignal(first.signal, host.closing);
@@ -131,11 +151,16 @@ async function queued(host: PrimitiveHost, backend: LockBackend, acquireMany: No
   if (grants && signal.aborted) await releaseGrants(host, backend, grants, label);
   signal.throwIfAborted();
   if (!grants) throw host.timeout(backend, first, 1);
-  return new MultiLockHandle(grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)), first.owner);
+  return new MultiLockHandle(
+    grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
+    first.owner,
+  );
 }
 
 async function releaseGrants(host: PrimitiveHost, backend: LockBackend, grants: readonly Grant[], label: string): Promise<void> {
-  await Promise.allSettled([...grants].reverse().map((grant) => host.call(backend, 'release', label, () => backend.release(grant), { release: true })));
+  await Promise.allSettled(
+    [...grants].reverse().map((grant) => host.call(backend, 'release', label, () => backend.release(grant), { release: true })),
+  );
 }
 
 /** Releases are sent in reverse order of acquisition, then awaited together; the first failure is rethrown. */

@@ -28,9 +28,22 @@ export interface PrimitiveHost {
    * single grant is given back). `waitUntil`: a native wait's own deadline, added to the net.
    * `release`: a tidy-up release that close() must not cut short.
    */
-  call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, how?: { readonly waitUntil?: number; readonly release?: boolean }): Promise<T>;
+  call<T>(
+    backend: LockBackend,
+    action: string,
+    key: string,
+    fn: () => Promise<T>,
+    how?: { readonly waitUntil?: number; readonly release?: boolean },
+  ): Promise<T>;
   onLost(grant: Grant, cause: Error): void;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;
   timeout(backend: LockBackend, plan: AcquirePlan, attempts: number): LockTimeoutError;
-  waitForTurn(backend: LockBackend, fullKey: string, attempt: number, remainingMs: number, retryAfterMs: number | undefined, signal: AbortSignal): Promise<void>;
+  waitForTurn(
+    backend: LockBackend,
+    fullKey: string,
+    attempt: number,
+    remainingMs: number,
+    retryAfterMs: number | undefined,
+    signal: AbortSignal,
+  ): Promise<void>;
 }

@@ -100,7 +100,9 @@ export class Renewer {
           due.map((lease) => lease.ttlMs),
         );
       } else {
-        results = await Promise.all(due.map((lease) => this.backend.renew(lease.grant, lease.ttlMs).catch((error: unknown) => toError(error))));
+        results = await Promise.all(
+          due.map((lease) => this.backend.renew(lease.grant, lease.ttlMs).catch((error: unknown) => toError(error))),
+        );
       }
     } catch (error) {
       results = due.map(() => toError(error));

@@ -20,9 +20,11 @@ class SemaphoreSide extends KindSide implements Semaphore {
 export function createSemaphore(client: KindAcquirer, key: string, options: SemaphoreOptions, backend: string): Semaphore {
   validateKey(key, backend);
   const context = { key, backend };
-  if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', `expected { permits: number }, got ${describeValue(options)}`, context);
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('options', `expected { permits: number }, got ${describeValue(options)}`, context);
   const unknown = Object.keys(options).find((name) => name !== 'permits');
-  if (unknown !== undefined) throw new InvalidArgumentError(`option "${unknown}"`, 'unknown option; a semaphore takes { permits }', context);
+  if (unknown !== undefined)
+    throw new InvalidArgumentError(`option "${unknown}"`, 'unknown option; a semaphore takes { permits }', context);
   const { permits } = options;
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > maxPermits) {
     throw new InvalidArgumentError('permits', `expected a positive integer up to ${maxPermits}, got ${describeValue(permits)}`, context);

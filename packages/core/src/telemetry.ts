@@ -27,7 +27,8 @@ let current: { provider: MeterProvider; instruments: Instruments } | undefined;
  */
 function instrumentsNow(): Instruments {
   const provider = metrics.getMeterProvider();
-  if (current?.provider !== provider) current = { provider, instruments: createInstruments(provider.getMeter('@deadbolt/core', coreVersion)) };
+  if (current?.provider !== provider)
+    current = { provider, instruments: createInstruments(provider.getMeter('@deadbolt/core', coreVersion)) };
   return current.instruments;
 }
 
@@ -54,7 +55,11 @@ export const instruments: Instruments = {
  * exception; success leaves the status unset, as the OpenTelemetry spec asks of instrumentation
  * libraries (OK is the application's call).
  */
-export async function traced<T>(operation: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function traced<T>(
+  operation: string,
+  attributes: Record<string, string | number | boolean>,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   return tracer.startActiveSpan(`deadbolt.${operation}`, { attributes }, async (span) => {
     try {
       return await fn(span);

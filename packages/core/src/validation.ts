@@ -24,7 +24,12 @@ export function unsafeText(text: string): string | undefined {
 const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'autoRenew', 'signal', 'owner']);
 
 /** Checks what can be checked without the backend: types, ranges, unknown names. No I/O. */
-export function validateAcquireOptions(key: unknown, options: unknown, backend: string, allowWait = true): asserts options is AcquireOptions | undefined {
+export function validateAcquireOptions(
+  key: unknown,
+  options: unknown,
+  backend: string,
+  allowWait = true,
+): asserts options is AcquireOptions | undefined {
   validateKey(key, backend);
   const context = { key, backend };
   if (options === undefined) return;
@@ -53,7 +58,8 @@ export function validateAcquireOptions(key: unknown, options: unknown, backend: 
     const badOwner = unsafeText(record.owner);
     if (badOwner !== undefined) throw new InvalidArgumentError('owner', `the owner ${badOwner}`, context);
     const bytes = Buffer.byteLength(record.owner, 'utf8');
-    if (bytes > maxOwnerBytes) throw new InvalidArgumentError('owner', `${bytes} bytes, over the limit of ${maxOwnerBytes}; use a shorter id`, context);
+    if (bytes > maxOwnerBytes)
+      throw new InvalidArgumentError('owner', `${bytes} bytes, over the limit of ${maxOwnerBytes}; use a shorter id`, context);
   }
 }
 
@@ -71,7 +77,13 @@ export function validateKey(key: unknown, backend: string): asserts key is strin
 }
 
 /** The checks that need the backend's capabilities: key length in bytes, minimum ttl. Still no I/O. */
-export function validateAgainstCapabilities(fullKey: string, userKey: string, ttlMs: number, capabilities: Capabilities, backend: string): void {
+export function validateAgainstCapabilities(
+  fullKey: string,
+  userKey: string,
+  ttlMs: number,
+  capabilities: Capabilities,
+  backend: string,
+): void {
   const context = { key: userKey, backend };
   const bytes = Buffer.byteLength(fullKey, 'utf8');
   if (bytes > capabilities.maxKeyBytes) {

@@ -1,6 +1,13 @@
 import { inspect } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
-import { BackendUnavailableError, ClientClosedError, guardCall, InvalidArgumentError, KeyedWaiters, LockLostError } from '../src/adapter/index.js';
+import {
+  BackendUnavailableError,
+  ClientClosedError,
+  guardCall,
+  InvalidArgumentError,
+  KeyedWaiters,
+  LockLostError,
+} from '../src/adapter/index.js';
 import { createLockClient } from '../src/index.js';
 import { freshMemory } from './helpers.js';
 
@@ -19,7 +26,11 @@ describe('guardCall', () => {
   it('gives up at the deadline, then undoes the value that lands late', async () => {
     let land!: (value: string) => void;
     const undone: unknown[] = [];
-    const pending = guardCall(() => new Promise<string>((resolve) => (land = resolve)), { ...call, timeoutMs: 20, undo: (late) => void undone.push(late) });
+    const pending = guardCall(() => new Promise<string>((resolve) => (land = resolve)), {
+      ...call,
+      timeoutMs: 20,
+      undo: (late) => void undone.push(late),
+    });
     await expect(pending).rejects.toBeInstanceOf(BackendUnavailableError);
     land('grant');
     await new Promise((resolve) => setImmediate(resolve));
@@ -56,7 +67,12 @@ describe('KeyedWaiters', () => {
     const waiters = new KeyedWaiters();
     const order: number[] = [];
     const gone = new AbortController();
-    const waits = [0, 1, 2].map((i) => waiters.wait('k', 10_000, i === 1 ? gone.signal : undefined).then(() => order.push(i), () => order.push(-i)));
+    const waits = [0, 1, 2].map((i) =>
+      waiters.wait('k', 10_000, i === 1 ? gone.signal : undefined).then(
+        () => order.push(i),
+        () => order.push(-i),
+      ),
+    );
     gone.abort(new Error('left'));
     waiters.wakeOne('k');
     await new Promise((resolve) => setImmediate(resolve));
@@ -85,9 +101,13 @@ describe('reliability fixes in core (issue 14)', () => {
     let served = 0;
     await Promise.all(
       Array.from({ length: 2_000 }, () =>
-        client.withLock('k', () => {
-          served += 1;
-        }, { waitMs: 120_000, owner: undefined }),
+        client.withLock(
+          'k',
+          () => {
+            served += 1;
+          },
+          { waitMs: 120_000, owner: undefined },
+        ),
       ),
     );
     expect(served).toBe(2_000);

@@ -7,7 +7,15 @@ function systemError(code: string, message: string): Error {
 }
 
 describe('adapter kit: connection errors', () => {
-  const context = { action: 'acquire', key: 'k', backend: 'postgres:lease', endpoint: endpointOf([{ host: 'db', port: 5432 }, { host: '::1', port: 6 }]) };
+  const context = {
+    action: 'acquire',
+    key: 'k',
+    backend: 'postgres:lease',
+    endpoint: endpointOf([
+      { host: 'db', port: 5432 },
+      { host: '::1', port: 6 },
+    ]),
+  };
 
   it('a refused or unresolvable server: BackendUnavailableError naming backend, host:port and the system code', () => {
     const refused = explainConnectionError(systemError('ECONNREFUSED', 'connect ECONNREFUSED 10.0.0.1:5432'), context);
@@ -39,7 +47,10 @@ describe('adapter kit: connection errors', () => {
   });
 
   it('the call guard applies it with the endpoint it is given', async () => {
-    const error = await guardCall(() => Promise.reject(systemError('ENOTFOUND', 'getaddrinfo ENOTFOUND db')), { ...context, timeoutMs: 1_000 }).catch((caught: unknown) => caught);
+    const error = await guardCall(() => Promise.reject(systemError('ENOTFOUND', 'getaddrinfo ENOTFOUND db')), {
+      ...context,
+      timeoutMs: 1_000,
+    }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(BackendUnavailableError);
     expect((error as Error).message).toContain('db:5432');
     expect((error as Error).message).toContain('ENOTFOUND');

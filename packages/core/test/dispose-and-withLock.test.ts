@@ -1,5 +1,14 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BackendUnavailableError, ClientClosedError, createLockClient, inOwnerFlow, LockLostError, type Lock, type LockClient, type LockEvents } from '../src/index.js';
+import {
+  BackendUnavailableError,
+  ClientClosedError,
+  createLockClient,
+  inOwnerFlow,
+  LockLostError,
+  type Lock,
+  type LockClient,
+  type LockEvents,
+} from '../src/index.js';
 import { deferred, freshMemory, nextEvent, SpyBackend, uniqueName } from './helpers.js';
 
 const clients: LockClient[] = [];

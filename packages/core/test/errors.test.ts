@@ -39,7 +39,11 @@ describe('the error hierarchy', () => {
     ['LockTimeoutError', new LockTimeoutError({ ...context, waitMs: 100, attempts: 3 }), 'LOCK_TIMEOUT'],
     ['LockLostError', new LockLostError('the lease expired', context), 'LOCK_LOST'],
     ['LockReleasedError', new LockReleasedError('renew', context), 'LOCK_RELEASED'],
-    ['BackendUnavailableError', new BackendUnavailableError('acquire', { ...context, cause: new Error('ECONNREFUSED') }), 'BACKEND_UNAVAILABLE'],
+    [
+      'BackendUnavailableError',
+      new BackendUnavailableError('acquire', { ...context, cause: new Error('ECONNREFUSED') }),
+      'BACKEND_UNAVAILABLE',
+    ],
     ['InvalidArgumentError', new InvalidArgumentError('ttlMs', 'must be positive', context), 'INVALID_ARGUMENT'],
     ['ClientClosedError', new ClientClosedError(context), 'CLIENT_CLOSED'],
   ];
@@ -139,7 +143,12 @@ describe('credentials never appear in messages', () => {
   });
 
   it('a malformed URL with a password', () => {
-    for (const url of [`redis://admin:${secret}@127.0.0.1:99999`, `postgres://admin:${secret}@[::1`, `postgres://admin:pa/${secret}@db:5432/x`, `redis://admin:p@${secret}@127.0.0.1:99999`]) {
+    for (const url of [
+      `redis://admin:${secret}@127.0.0.1:99999`,
+      `postgres://admin:${secret}@[::1`,
+      `postgres://admin:pa/${secret}@db:5432/x`,
+      `redis://admin:p@${secret}@127.0.0.1:99999`,
+    ]) {
       const message = messageOf(() => createLockClient(url));
       // The last two hide part of the password in the host: refused as ambiguous before parsing.
       expect(message).toMatch(/not a URL|ambiguous/);

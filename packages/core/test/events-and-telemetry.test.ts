@@ -94,9 +94,11 @@ const tracerProvider: TracerProvider = {
 const meterProvider: MeterProvider = {
   getMeter(): Meter {
     const meter = createNoopMeter();
-    const recordTo = (instrument: string) => (value: number, attributes: Attributes = {}) => {
-      points.push({ instrument, value, attributes });
-    };
+    const recordTo =
+      (instrument: string) =>
+      (value: number, attributes: Attributes = {}) => {
+        points.push({ instrument, value, attributes });
+      };
     meter.createCounter = (name) => ({ add: recordTo(name) }) as Counter;
     meter.createHistogram = (name) => ({ record: recordTo(name) }) as Histogram;
     return meter;
@@ -255,7 +257,7 @@ describe('OpenTelemetry', () => {
     expect(spans.every((s) => s.ended && s.status === undefined)).toBe(true);
   });
 
-  it("the tracer is named and versioned after the package", async () => {
+  it('the tracer is named and versioned after the package', async () => {
     const locks = track(createLockClient(freshMemory('otel-version').url));
     await (await locks.acquire('k')).release();
     expect(tracersTaken).toContainEqual({ name: '@deadbolt/core', version: corePackage.version });
@@ -284,7 +286,9 @@ describe('OpenTelemetry', () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(lock.held).toBe(false);
     const byName = (name: string) => points.filter((p) => p.instrument === name);
-    expect(byName('deadbolt.lock.acquisitions')).toEqual([{ instrument: 'deadbolt.lock.acquisitions', value: 1, attributes: { backend: 'spy-memory', reentered: false } }]);
+    expect(byName('deadbolt.lock.acquisitions')).toEqual([
+      { instrument: 'deadbolt.lock.acquisitions', value: 1, attributes: { backend: 'spy-memory', reentered: false } },
+    ]);
     expect(byName('deadbolt.lock.wait')).toHaveLength(1);
     expect(byName('deadbolt.lock.timeouts')).toHaveLength(1);
     expect(byName('deadbolt.lock.renewals')).toHaveLength(1);

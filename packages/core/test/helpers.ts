@@ -15,7 +15,11 @@ export function freshMemory(label: string): { url: string; name: string; store: 
 }
 
 /** Resolves with the first emission of `event` (optionally one that matches `filter`). */
-export function nextEvent<E extends keyof LockEvents>(client: LockClient, event: E, filter: (...args: LockEvents[E]) => boolean = () => true): Promise<LockEvents[E][0]> {
+export function nextEvent<E extends keyof LockEvents>(
+  client: LockClient,
+  event: E,
+  filter: (...args: LockEvents[E]) => boolean = () => true,
+): Promise<LockEvents[E][0]> {
   return new Promise((resolve) => {
     const listener = (...args: LockEvents[E]): void => {
       if (!filter(...args)) return;
@@ -68,7 +72,13 @@ export interface SpyControls {
 export class SpyBackend implements LockBackend {
   readonly calls = { tryAcquire: 0, renew: 0, renewMany: 0, release: 0, waitForChange: 0, close: 0 };
   readonly renewManyBatches: number[] = [];
-  readonly controls: SpyControls = { refuseRenewals: false, failRenewals: false, failReleases: false, failAcquires: false, hangAcquires: false };
+  readonly controls: SpyControls = {
+    refuseRenewals: false,
+    failRenewals: false,
+    failReleases: false,
+    failAcquires: false,
+    hangAcquires: false,
+  };
   readonly inner: MemoryBackend;
   readonly name: string;
   renewMany?: (grants: readonly Grant[], ttlMs: readonly number[]) => Promise<readonly boolean[]>;
@@ -85,7 +95,9 @@ export class SpyBackend implements LockBackend {
         this.calls.renewMany += 1;
         this.renewManyBatches.push(grants.length);
         this.checkRenewals();
-        return Promise.all(grants.map((grant, index) => (this.controls.refuseRenewals ? false : this.inner.renew(grant, ttlMs[index] ?? 0))));
+        return Promise.all(
+          grants.map((grant, index) => (this.controls.refuseRenewals ? false : this.inner.renew(grant, ttlMs[index] ?? 0))),
+        );
       };
     }
     if (options.notifications !== false) {

@@ -1,5 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createMemoryBackend, InvalidArgumentError, memoryCapabilities, type AcquireRequest, type Grant, type MemoryBackend } from '../src/adapter/index.js';
+import {
+  createMemoryBackend,
+  InvalidArgumentError,
+  memoryCapabilities,
+  type AcquireRequest,
+  type Grant,
+  type MemoryBackend,
+} from '../src/adapter/index.js';
 import { memoryBackendFactory } from '../src/memory/backend.js';
 import { uniqueName } from './helpers.js';
 
@@ -29,7 +36,14 @@ describe('capabilities', () => {
   it('declares a CP, fencing, client-reentrant, notifying ttl backend with a 4 KiB key limit', () => {
     expect(backend.name).toBe('memory');
     expect(backend.capabilities).toEqual(memoryCapabilities);
-    expect(memoryCapabilities).toMatchObject({ fencing: true, reentrant: 'client', notifications: true, lease: 'ttl', minTtlMs: 1, maxKeyBytes: 4096 });
+    expect(memoryCapabilities).toMatchObject({
+      fencing: true,
+      reentrant: 'client',
+      notifications: true,
+      lease: 'ttl',
+      minTtlMs: 1,
+      maxKeyBytes: 4096,
+    });
     expect(Object.isFrozen(memoryCapabilities)).toBe(true);
   });
 });

@@ -95,7 +95,9 @@ describe('elect', () => {
   it('a backend without election refuses with UnsupportedOperationError', async () => {
     const client = track(createLockClient({ backend: new NoElection(memoryStore(uniqueName('no-election'))) }));
     const election = client.elect('e', { id: 'a' });
-    const error = await election[Symbol.asyncIterator]().next().catch((e: unknown) => e);
+    const error = await election[Symbol.asyncIterator]()
+      .next()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedOperationError);
     expect(String(error)).toMatch(/election.*memory/);
     await expect(election.leader()).rejects.toBeInstanceOf(UnsupportedOperationError);

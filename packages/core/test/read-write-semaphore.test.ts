@@ -55,7 +55,10 @@ describe('read-write locks (memory)', () => {
     const locks = createLockClient({ backend: limited });
     opened.push(locks);
     const before = store.operations;
-    const error = await locks.readWriteLock('doc').read.acquire().catch((e: unknown) => e);
+    const error = await locks
+      .readWriteLock('doc')
+      .read.acquire()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedOperationError);
     expect((error as Error).message).toMatch(/zookeeper/);
     await expect(locks.semaphore('q', { permits: 2 }).tryAcquire()).rejects.toBeInstanceOf(UnsupportedOperationError);

@@ -29,12 +29,16 @@ describe('reentrancy by async flow', () => {
   it('withLock nested in withLock re-enters without waiting or a second grant', async () => {
     const result = await locks.withLock('k', async (outer) => {
       const operations = store.operations;
-      const inner = await locks.withLock('k', async (lock) => {
-        expect(lock.owner).toBe(outer.owner);
-        expect(lock.fence).toBe(outer.fence);
-        expect(locks.heldCount).toBe(1);
-        return 'inner';
-      }, { waitMs: 0 });
+      const inner = await locks.withLock(
+        'k',
+        async (lock) => {
+          expect(lock.owner).toBe(outer.owner);
+          expect(lock.fence).toBe(outer.fence);
+          expect(locks.heldCount).toBe(1);
+          return 'inner';
+        },
+        { waitMs: 0 },
+      );
       // Client-side reentrancy: the nested hold cost no backend call at all.
       expect(store.operations).toBe(operations);
       // The inner release did not free the lock: the outer hold remains.

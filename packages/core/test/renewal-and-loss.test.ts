@@ -1,5 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { BackendUnavailableError, createLockClient, LockLostError, LockReleasedError, type LockClient, type LockEvents } from '../src/index.js';
+import {
+  BackendUnavailableError,
+  createLockClient,
+  LockLostError,
+  LockReleasedError,
+  type LockClient,
+  type LockEvents,
+} from '../src/index.js';
 import { nextEvent, SpyBackend, uniqueName } from './helpers.js';
 
 const clients: LockClient[] = [];

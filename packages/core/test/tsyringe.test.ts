@@ -45,7 +45,9 @@ describe('@deadbolt/core/tsyringe', () => {
   });
 
   it('no module of core but the tsyringe entry mentions tsyringe, and none imports reflect-metadata', () => {
-    const sources = readdirSync(new URL('../src/', import.meta.url), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'));
+    const sources = readdirSync(new URL('../src/', import.meta.url), { recursive: true, encoding: 'utf8' }).filter((file) =>
+      file.endsWith('.ts'),
+    );
     expect(sources.length).toBeGreaterThan(10);
     for (const file of sources) {
       const text = readFileSync(new URL(`../src/${file}`, import.meta.url), 'utf8');

@@ -43,7 +43,10 @@ describe('adapter kit: URLs', () => {
       { host: 'a', port: 1 },
       { host: '::1', port: 2 },
     ]);
-    expect(splitBackendUrl('redis://:only-password@h', 'redis', ['redis'])).toMatchObject({ username: undefined, password: 'only-password' });
+    expect(splitBackendUrl('redis://:only-password@h', 'redis', ['redis'])).toMatchObject({
+      username: undefined,
+      password: 'only-password',
+    });
   });
 
   it.each(ambiguousUrls('postgres'))('refuses the ambiguous %s without echoing any part of the password', (url) => {
@@ -59,7 +62,9 @@ describe('adapter kit: URLs', () => {
   });
 
   it('a wrong scheme or bad percent-encoding is refused with the password masked', () => {
-    expect(thrown(() => splitBackendUrl(`redis://u:${encodeURIComponent(password)}@h`, 'memcached', ['memcached'])).message).not.toContain('S3cr3t');
+    expect(thrown(() => splitBackendUrl(`redis://u:${encodeURIComponent(password)}@h`, 'memcached', ['memcached'])).message).not.toContain(
+      'S3cr3t',
+    );
     expect(thrown(() => splitBackendUrl('redis://u:S3cr3t%zz@h', 'redis', ['redis'])).message).not.toContain('S3cr3t');
   });
 
@@ -83,7 +88,9 @@ describe('adapter kit: values', () => {
     for (const bad of [1.5, '1.5', 0, -1, '', ' ', 'abc', Number.NaN, 2 ** 31, true, null]) {
       expect(() => durationOption('t', bad, 'x'), String(bad)).toThrow(InvalidArgumentError);
     }
-    expect(thrown(() => durationOption('statementTimeoutMs', 2.5, 'postgres')).message).toMatch(/statementTimeoutMs.*positive integer.*2\.5.*postgres/);
+    expect(thrown(() => durationOption('statementTimeoutMs', 2.5, 'postgres')).message).toMatch(
+      /statementTimeoutMs.*positive integer.*2\.5.*postgres/,
+    );
   });
 
   it('integers, booleans, choices, strings and host lists', () => {

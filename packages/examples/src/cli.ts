@@ -65,8 +65,9 @@ async function runAcrossProcesses(settings: Settings, withLock: boolean): Promis
   const bar = settings.json ? undefined : new ProgressBar(withLock ? 'with lock' : 'without lock', settings.processes);
   const started = performance.now();
   try {
-    const shares = Array.from({ length: settings.processes }, (_, index) =>
-      Math.floor(settings.orders / settings.processes) + (index < settings.orders % settings.processes ? 1 : 0),
+    const shares = Array.from(
+      { length: settings.processes },
+      (_, index) => Math.floor(settings.orders / settings.processes) + (index < settings.orders % settings.processes ? 1 : 0),
     );
     const solds = await Promise.all(
       shares.map(async (orders) => {
@@ -75,7 +76,12 @@ async function runAcrossProcesses(settings: Settings, withLock: boolean): Promis
         return sold;
       }),
     );
-    return summarize(settings.stock, settings.orders, solds.reduce((a, b) => a + b, 0), performance.now() - started);
+    return summarize(
+      settings.stock,
+      settings.orders,
+      solds.reduce((a, b) => a + b, 0),
+      performance.now() - started,
+    );
   } finally {
     bar?.finish();
     register.remove();
@@ -83,7 +89,17 @@ async function runAcrossProcesses(settings: Settings, withLock: boolean): Promis
 }
 
 function runWorkerProcess(settings: Settings, registerPath: string, orders: number, withLock: boolean): Promise<number> {
-  const args = [fileURLToPath(import.meta.url), '--worker', registerPath, '--orders', String(orders), '--concurrency', String(settings.concurrency), '--backend', settings.backend];
+  const args = [
+    fileURLToPath(import.meta.url),
+    '--worker',
+    registerPath,
+    '--orders',
+    String(orders),
+    '--concurrency',
+    String(settings.concurrency),
+    '--backend',
+    settings.backend,
+  ];
   if (withLock) args.push('--with-lock');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -153,7 +169,9 @@ async function main(): Promise<number> {
     return 0;
   }
   if (settings.processes > 1 && settings.backend.startsWith('memory:')) {
-    throw new Error('--processes > 1 needs a real backend: memory:// locks only work inside one process (try --backend redis://127.0.0.1:6379)');
+    throw new Error(
+      '--processes > 1 needs a real backend: memory:// locks only work inside one process (try --backend redis://127.0.0.1:6379)',
+    );
   }
   const run = settings.processes > 1 ? runAcrossProcesses : runInProcess;
   const withoutLock = await run(settings, false);
@@ -161,13 +179,22 @@ async function main(): Promise<number> {
   if (settings.json) {
     console.log(JSON.stringify({ withoutLock, withLock, backend: redactUrlText(settings.backend) }));
   } else {
-    console.log(table(settings, [['without lock', withoutLock], ['with lock', withLock]]));
+    console.log(
+      table(settings, [
+        ['without lock', withoutLock],
+        ['with lock', withLock],
+      ]),
+    );
     console.log(
       withoutLock.oversold > 0
         ? `Without a lock ${withoutLock.oversold} item(s) were sold that did not exist.`
         : 'Without a lock nothing was oversold this time: the race is real but was not hit (try more --concurrency).',
     );
-    console.log(withLock.oversold === 0 ? `With a lock: exactly ${withLock.sold} sold, none oversold.` : `With a lock ${withLock.oversold} item(s) were OVERSOLD: this is a bug, please report it.`);
+    console.log(
+      withLock.oversold === 0
+        ? `With a lock: exactly ${withLock.sold} sold, none oversold.`
+        : `With a lock ${withLock.oversold} item(s) were OVERSOLD: this is a bug, please report it.`,
+    );
   }
   return withLock.oversold === 0 ? 0 : 1;
 }

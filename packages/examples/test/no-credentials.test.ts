@@ -35,17 +35,37 @@ afterAll(async () => {
 });
 
 describe('the demo never prints a password', () => {
-  it.each([[[]], [['--json']]])('with the right password (%j): it runs, and the output names the host but not the password', async (format) => {
-    const { code, output } = await run(['--backend', `redis://:${password}@${hostPort}`, '--orders', '30', '--stock', '10', '--concurrency', '10', ...format]);
-    expect(code, output).toBe(0);
-    expect(output).not.toContain(password);
-  });
+  it.each([[[]], [['--json']]])(
+    'with the right password (%j): it runs, and the output names the host but not the password',
+    async (format) => {
+      const { code, output } = await run([
+        '--backend',
+        `redis://:${password}@${hostPort}`,
+        '--orders',
+        '30',
+        '--stock',
+        '10',
+        '--concurrency',
+        '10',
+        ...format,
+      ]);
+      expect(code, output).toBe(0);
+      expect(output).not.toContain(password);
+    },
+  );
 
   it('with a wrong password and with a dead port: it fails, saying why, without either password', async () => {
     const wrong = await run(['--backend', `redis://:wrong-${password}@${hostPort}?commandTimeoutMs=1000`, '--orders', '5', '--stock', '2']);
     expect(wrong.code).not.toBe(0);
     expect(wrong.output).not.toContain(password);
-    const dead = await run(['--backend', `redis://:${password}@127.0.0.1:${await freePort()}?commandTimeoutMs=1000`, '--orders', '5', '--stock', '2']);
+    const dead = await run([
+      '--backend',
+      `redis://:${password}@127.0.0.1:${await freePort()}?commandTimeoutMs=1000`,
+      '--orders',
+      '5',
+      '--stock',
+      '2',
+    ]);
     expect(dead.code).not.toBe(0);
     expect(dead.output).toContain('ECONNREFUSED');
     expect(dead.output).not.toContain(password);

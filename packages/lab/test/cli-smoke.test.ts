@@ -16,9 +16,14 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 function run(script: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--expose-gc', join(dist, script), ...args], { timeout: timeoutMs, killSignal: 'SIGKILL', env: process.env }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      ['--expose-gc', join(dist, script), ...args],
+      { timeout: timeoutMs, killSignal: 'SIGKILL', env: process.env },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+      },
+    );
     child.stdin?.end();
   });
 }
@@ -40,7 +45,21 @@ describe('command-line entry points (built dist)', () => {
     expect(json.machine).toBeTruthy();
     expect(json.rows.length).toBeGreaterThan(0);
     for (const row of json.rows) {
-      expect(Object.keys(row)).toEqual(expect.arrayContaining(['backend', 'mode', 'workload', 'subject', 'opsPerSec', 'ownerChangesPerSec', 'p50Ms', 'p99Ms', 'maxMs', 'fairness', 'ratioToRaw']));
+      expect(Object.keys(row)).toEqual(
+        expect.arrayContaining([
+          'backend',
+          'mode',
+          'workload',
+          'subject',
+          'opsPerSec',
+          'ownerChangesPerSec',
+          'p50Ms',
+          'p99Ms',
+          'maxMs',
+          'fairness',
+          'ratioToRaw',
+        ]),
+      );
       expect(row.opsPerSec).toBeGreaterThan(0);
     }
     expect(readFileSync(join(dir, 'results.md'), 'utf8')).toContain('| backend');

@@ -7,7 +7,13 @@ import { FencedRegister, PlainRegister } from '../src/compare/stores.js';
 
 const iv = (client: string, start: number, end: number, fence?: number): Interval => ({ client, start, end, fence, outcome: 'released' });
 const hist = (intervals: Interval[], extra: Partial<History> = {}): History => ({
-  intervals, faults: [], plainWrites: [], fencedWrites: [], startedAt: 0, endedAt: 100, ...extra,
+  intervals,
+  faults: [],
+  plainWrites: [],
+  fencedWrites: [],
+  startedAt: 0,
+  endedAt: 100,
+  ...extra,
 });
 
 describe('compare checker', () => {
@@ -56,7 +62,7 @@ describe('compare checker', () => {
     expect(r.lostNoticeLeadMs).toEqual([20]);
   });
 
-  it('counts only the gaps between holds that touch a fault window as the fault\'s unavailability', () => {
+  it("counts only the gaps between holds that touch a fault window as the fault's unavailability", () => {
     const holds = [iv('a', 100, 200), iv('b', 300, 400), iv('c', 2000, 2100)];
     // Start-up (0..100) is never counted; 200..300 misses the window; 400..2000 touches it.
     expect(longestGapDuring(holds, [{ start: 1000, end: 1100 }])).toBe(1600);
@@ -66,7 +72,8 @@ describe('compare checker', () => {
 
   it('names a run overlapped, unavailable or exclusive', () => {
     const fault = { label: 'f', start: 1000, end: 1100 };
-    const outcome = (intervals: Interval[]) => outcomeOf(row('zookeeper', 'm', 's', hist(intervals, { faults: [fault], endedAt: 3000 }), 'x', () => true));
+    const outcome = (intervals: Interval[]) =>
+      outcomeOf(row('zookeeper', 'm', 's', hist(intervals, { faults: [fault], endedAt: 3000 }), 'x', () => true));
     expect(outcome([iv('a', 0, 500), iv('b', 400, 900)])).toBe('overlapped');
     expect(outcome([iv('a', 0, 900), iv('b', 2100, 2200)])).toBe('unavailable');
     expect(outcome([iv('a', 0, 1000), iv('b', 1010, 2200)])).toBe('exclusive');

@@ -12,9 +12,8 @@ import { runWorkload } from '../dist/compare/run.js';
 exitOnInterrupt();
 
 const dir = process.argv[2];
-const server = process.argv[3] === 'with-server'
-  ? await (await import('@deadbolt/conformance/servers')).startRedis({ provider: 'process' })
-  : undefined;
+const server =
+  process.argv[3] === 'with-server' ? await (await import('@deadbolt/conformance/servers')).startRedis({ provider: 'process' }) : undefined;
 let result;
 try {
   const history = await runWorkload(

@@ -15,35 +15,55 @@ async function echoServer(tag: string): Promise<{ server: Server; port: number; 
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {
-    server, sockets, port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }),
+    server,
+    sockets,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** A client socket whose received text accumulates, with a wait for a given text or a deadline. */
-async function connect(port: number): Promise<{ socket: Socket; received: () => string; waitFor(text: string, ms: number): Promise<boolean> }> {
+async function connect(
+  port: number,
+): Promise<{ socket: Socket; received: () => string; waitFor(text: string, ms: number): Promise<boolean> }> {
   const socket = createConnection({ host: '127.0.0.1', port });
   socket.on('error', () => undefined);
   await once(socket, 'connect');
   let text = '';
   const listeners = new Set<() => void>();
-  socket.on('data', (chunk) => { text += chunk.toString(); for (const l of listeners) l(); });
+  socket.on('data', (chunk) => {
+    text += chunk.toString();
+    for (const l of listeners) l();
+  });
   return {
     socket,
     received: () => text,
     // Resolves true as soon as `text` has arrived, false at the deadline: never a bare sleep.
-    waitFor: (wanted, ms) => new Promise<boolean>((resolve) => {
-      const check = (): void => { if (text.includes(wanted)) finish(true); };
-      const timer = setTimeout(() => finish(false), ms);
-      function finish(value: boolean): void { clearTimeout(timer); listeners.delete(check); resolve(value); }
-      listeners.add(check);
-      check();
-    }),
+    waitFor: (wanted, ms) =>
+      new Promise<boolean>((resolve) => {
+        const check = (): void => {
+          if (text.includes(wanted)) finish(true);
+        };
+        const timer = setTimeout(() => finish(false), ms);
+        function finish(value: boolean): void {
+          clearTimeout(timer);
+          listeners.delete(check);
+          resolve(value);
+        }
+        listeners.add(check);
+        check();
+      }),
   };
 }
 
 const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => { for (const c of cleanups.splice(0).reverse()) await c(); });
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
 
 async function setup(): Promise<{ a: Awaited<ReturnType<typeof echoServer>>; proxy: TcpProxy }> {
   const a = await echoServer('A');

@@ -20,15 +20,28 @@ const missing = missingPackages();
 const skipReason = missing.length > 0 ? ` (skipped: Debian packages ${missing.join(', ')} not installed)` : '';
 
 interface Summary {
-  rows: { backend: string; mode: string; scenario: string; acquisitions: number; overlaps: number; staleWritesAcceptedPlain: number; staleWritesAcceptedFenced: number }[];
+  rows: {
+    backend: string;
+    mode: string;
+    scenario: string;
+    acquisitions: number;
+    overlaps: number;
+    staleWritesAcceptedPlain: number;
+    staleWritesAcceptedFenced: number;
+  }[];
   notRun: Record<string, string>;
 }
 
 function compare(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [cli, ...args], { timeout: timeoutMs, killSignal: 'SIGKILL', env: { ...process.env, DEADBOLT_SERVERS: 'process' } }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [cli, ...args],
+      { timeout: timeoutMs, killSignal: 'SIGKILL', env: { ...process.env, DEADBOLT_SERVERS: 'process' } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+      },
+    );
     child.stdin?.end();
   });
 }

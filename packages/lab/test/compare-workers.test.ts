@@ -7,7 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runWorkload } from '../src/compare/run.js';
 
 const dirs: string[] = [];
-afterAll(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 /** Field `index` (1-based, as in proc(5)) of /proc/<pid>/stat. */
 function statField(pid: number, index: number): number {
@@ -20,9 +22,18 @@ function statField(pid: number, index: number): number {
 /** Resolves once `file` exists in `dir`, or rejects at the deadline (fs.watch, no polling). */
 function fileAppears(dir: string, file: string, ms: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const watcher = watch(dir, () => { if (existsSync(join(dir, file))) finish(); });
-    const timer = setTimeout(() => { watcher.close(); reject(new Error(`${file} did not appear within ${ms} ms`)); }, ms);
-    function finish(): void { clearTimeout(timer); watcher.close(); resolve(); }
+    const watcher = watch(dir, () => {
+      if (existsSync(join(dir, file))) finish();
+    });
+    const timer = setTimeout(() => {
+      watcher.close();
+      reject(new Error(`${file} did not appear within ${ms} ms`));
+    }, ms);
+    function finish(): void {
+      clearTimeout(timer);
+      watcher.close();
+      resolve();
+    }
     if (existsSync(join(dir, file))) finish();
   });
 }
@@ -30,10 +41,13 @@ function fileAppears(dir: string, file: string, ms: number): Promise<void> {
 describe('compare worker processes', () => {
   it('run in a process group and session of their own', async () => {
     let ids: { pgrp: number; session: number; pid: number } | undefined;
-    await runWorkload({ url: 'memory://', clients: 1, childClients: 1, durationMs: 2000, ttlMs: 1000, holdMs: 50, othersStartAfterFirstHold: true }, async (ctx) => {
-      const pid = ctx.children[0]!.pid!;
-      ids = { pid, pgrp: statField(pid, 5), session: statField(pid, 6) };
-    });
+    await runWorkload(
+      { url: 'memory://', clients: 1, childClients: 1, durationMs: 2000, ttlMs: 1000, holdMs: 50, othersStartAfterFirstHold: true },
+      async (ctx) => {
+        const pid = ctx.children[0]!.pid!;
+        ids = { pid, pgrp: statField(pid, 5), session: statField(pid, 6) };
+      },
+    );
     expect(ids!.pgrp).toBe(ids!.pid);
     expect(ids!.session).toBe(ids!.pid);
     expect(statField(process.pid, 5)).not.toBe(ids!.pid);
@@ -55,12 +69,17 @@ describe('compare worker processes', () => {
   }, 30_000);
 
   for (const withServer of [false, true]) {
-    it(`an interrupted harness (SIGINT) exits (130) and takes its paused worker with it${withServer ? ', beside the server fixtures\' own cleanup' : ''}`, async () => {
+    it(`an interrupted harness (SIGINT) exits (130) and takes its paused worker with it${withServer ? ", beside the server fixtures' own cleanup" : ''}`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'deadbolt-compare-sigint-'));
       dirs.push(dir);
       const probe = fileURLToPath(new URL('./compare-pause-probe.mjs', import.meta.url));
-      const harness = spawn(process.execPath, [probe, dir, ...(withServer ? ['with-server'] : [])], { stdio: 'ignore', env: { ...process.env, PAUSE_MS: '20000' } });
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => harness.once('exit', (code, signal) => resolve({ code, signal })));
+      const harness = spawn(process.execPath, [probe, dir, ...(withServer ? ['with-server'] : [])], {
+        stdio: 'ignore',
+        env: { ...process.env, PAUSE_MS: '20000' },
+      });
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        harness.once('exit', (code, signal) => resolve({ code, signal })),
+      );
       await fileAppears(dir, 'paused', 20_000);
       const worker = Number(readFileSync(join(dir, 'paused'), 'utf8'));
       expect(alive(worker)).toBe(true);
@@ -80,5 +99,7 @@ function alive(pid: number): boolean {
   try {
     const state = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return state.slice(state.lastIndexOf(')') + 2, state.lastIndexOf(')') + 3) !== 'Z';
-  } catch { return false; }
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { endpointOf, guardCall, inspectSafely, type AcquireRequest, type AttemptResult, type Capabilities, type Grant, type LockBackend } from '@deadbolt/core/adapter';
+import {
+  endpointOf,
+  guardCall,
+  inspectSafely,
+  type AcquireRequest,
+  type AttemptResult,
+  type Capabilities,
+  type Grant,
+  type LockBackend,
+} from '@deadbolt/core/adapter';
 import memjs from 'memjs';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
@@ -71,18 +80,21 @@ export class MemcachedBackend implements LockBackend {
   #connection(): memjs.Client {
     if (this.#client === undefined) {
       const seconds = this.#options.timeoutMs / 1000;
-      this.#client = memjs.Client.create(this.#options.servers.map(({ host, port }) => `${host.includes(':') ? `[${host}]` : host}:${port}`).join(','), {
-        // One attempt per operation: a retried ADD whose first answer was lost would report
-        // "exists" for our own lock; core's waiting loop is the retry policy.
-        retries: 1,
-        // Failover would move a dead server's keys to another server, which could grant them again
-        // while the first still holds them.
-        failover: false,
-        timeout: seconds,
-        conntimeout: seconds,
-        keepAlive: true,
-        logger: { log: () => undefined },
-      });
+      this.#client = memjs.Client.create(
+        this.#options.servers.map(({ host, port }) => `${host.includes(':') ? `[${host}]` : host}:${port}`).join(','),
+        {
+          // One attempt per operation: a retried ADD whose first answer was lost would report
+          // "exists" for our own lock; core's waiting loop is the retry policy.
+          retries: 1,
+          // Failover would move a dead server's keys to another server, which could grant them again
+          // while the first still holds them.
+          failover: false,
+          timeout: seconds,
+          conntimeout: seconds,
+          keepAlive: true,
+          logger: { log: () => undefined },
+        },
+      );
     }
     return this.#client;
   }
@@ -101,7 +113,8 @@ export class MemcachedBackend implements LockBackend {
 
   /** Native waiting: the key's one poller (poller.ts). */
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    if (request.kind?.type === 'permit') return pollSlots(request, request.kind.permits, (slot) => this.#attempt(request, slot), deadline, signal);
+    if (request.kind?.type === 'permit')
+      return pollSlots(request, request.kind.permits, (slot) => this.#attempt(request, slot), deadline, signal);
     return this.#poller.wait(request, deadline, signal);
   }
 
@@ -109,7 +122,8 @@ export class MemcachedBackend implements LockBackend {
   async #attempt(request: AcquireRequest, storedKey: string = request.key): Promise<AttemptResult> {
     const token = randomBytes(16).toString('base64url');
     const key = encodeKey(storedKey);
-    const slot: SlotGrant | undefined = storedKey === request.key ? undefined : { key: request.key, owner: request.owner, token, slotKey: storedKey };
+    const slot: SlotGrant | undefined =
+      storedKey === request.key ? undefined : { key: request.key, owner: request.owner, token, slotKey: storedKey };
     const grant: Grant = slot ?? { key: request.key, owner: request.owner, token };
     // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token
     // (release without a known CAS compares the token), so it cannot leave a lease nobody holds (issue 14).
@@ -184,13 +198,16 @@ export class MemcachedBackend implements LockBackend {
   async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
     // One guard (one timer) for the batch: 10,000 guarded calls cost more client time than the I/O.
     const results = await this.#run('renew', grants.length === 1 ? grants[0]!.key : '(batch)', () =>
-      Promise.all(grants.map((grant, index) => this.#renewOnce(grant, ttlMs[index]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))))),
+      Promise.all(
+        grants.map((grant, index) =>
+          this.#renewOnce(grant, ttlMs[index]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))),
+        ),
+      ),
     );
     const failed = results.find((result): result is Error => result instanceof Error);
     if (failed !== undefined && results.every((result) => result instanceof Error)) throw failed;
     return results.map((result) => result === true);
   }
-
 
   /** DELETE guarded by the grant's CAS (a new owner's ADD has another CAS): compare-and-delete in one round trip. */
   async release(grant: Grant): Promise<boolean> {
@@ -210,7 +227,7 @@ export class MemcachedBackend implements LockBackend {
     const current = await this.#run('wait', userKey, () => getWithFlags(this.#connection(), encodeKey(userKey)));
     if (current === undefined || current.flags === 0) return undefined;
     // Wrapping difference of two 32-bit millisecond clocks (the flags hold the end mod 2^32).
-    const remaining = ((current.flags - (Date.now() % 2 ** 32)) | 0);
+    const remaining = (current.flags - (Date.now() % 2 ** 32)) | 0;
     return Math.max(0, remaining);
   }
 
@@ -222,7 +239,9 @@ export class MemcachedBackend implements LockBackend {
    */
   #corkThisTick(): void {
     if (this.#corked) return;
-    const servers = (this.#client as unknown as { servers?: { _socket?: { cork(): void; uncork(): void; writable?: boolean } }[] } | undefined)?.servers ?? [];
+    const servers =
+      (this.#client as unknown as { servers?: { _socket?: { cork(): void; uncork(): void; writable?: boolean } }[] } | undefined)
+        ?.servers ?? [];
     const sockets = servers.flatMap((server) => (server._socket === undefined ? [] : [server._socket]));
     if (sockets.length === 0) return;
     this.#corked = true;
@@ -241,9 +260,22 @@ export class MemcachedBackend implements LockBackend {
     if (client !== undefined && this.#ownsClient) closeHard(client);
   }
 
-  #run<T>(action: string, key: string, operation: () => Promise<T>, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
+  #run<T>(
+    action: string,
+    key: string,
+    operation: () => Promise<T>,
+    undo?: (late: T | undefined) => Promise<unknown> | undefined,
+  ): Promise<T> {
     this.#corkThisTick();
-    return guardCall(operation, { action, key, backend: this.name, endpoint: this.endpoint, timeoutMs: this.#options.timeoutMs, signal: this.#closed.signal, undo });
+    return guardCall(operation, {
+      action,
+      key,
+      backend: this.name,
+      endpoint: this.endpoint,
+      timeoutMs: this.#options.timeoutMs,
+      signal: this.#closed.signal,
+      undo,
+    });
   }
 }
 

@@ -5,7 +5,11 @@ import { BackendUnavailableError, withDeadline as raceDeadline } from '@deadbolt
  * or a retry loop could outlive it; this bound is the one the user configured. Any failure, the
  * deadline's included, surfaces as BackendUnavailableError naming the key and the backend.
  */
-export async function withDeadline<T>(operation: Promise<T>, timeoutMs: number, context: { action: string; key?: string; backend: string }): Promise<T> {
+export async function withDeadline<T>(
+  operation: Promise<T>,
+  timeoutMs: number,
+  context: { action: string; key?: string; backend: string },
+): Promise<T> {
   try {
     return await raceDeadline(operation, timeoutMs);
   } catch (cause) {

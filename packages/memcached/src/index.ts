@@ -3,7 +3,8 @@ import { MemcachedBackend } from './backend.js';
 import { resolveMemcachedOptions, type MemcachedBackendOptions } from './options.js';
 
 /** `memcached://` for createLockClient. Validates everything before any I/O; connects on first use. */
-export const memcachedBackendFactory: BackendFactory = ({ url, urlText, options }) => new MemcachedBackend(resolveMemcachedOptions(urlText ?? url, options));
+export const memcachedBackendFactory: BackendFactory = ({ url, urlText, options }) =>
+  new MemcachedBackend(resolveMemcachedOptions(urlText ?? url, options));
 
 /** A backend without going through createLockClient. */
 export function createMemcachedBackend(config: string | MemcachedBackendOptions): MemcachedBackend {

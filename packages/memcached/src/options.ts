@@ -60,14 +60,20 @@ export function parseMemcachedUrl(input: string | URL): MemcachedBackendOptions 
 }
 
 /** Merges URL options with object options (the object wins) and validates everything. No I/O. */
-export function resolveMemcachedOptions(url: string | URL | undefined, given: Readonly<Record<string, unknown>> = {}): ResolvedMemcachedOptions {
+export function resolveMemcachedOptions(
+  url: string | URL | undefined,
+  given: Readonly<Record<string, unknown>> = {},
+): ResolvedMemcachedOptions {
   rejectUnknownNames('option', Object.keys(given), objectOptions, backend);
   const fromUrl = url === undefined ? {} : parseMemcachedUrl(url);
   const merged = { ...fromUrl, ...definedEntries(given) } as Record<string, unknown>;
   const servers = merged.servers === undefined ? [] : hostListOption('servers', merged.servers, defaultPort, backend);
   const timeoutMs = durationOption('timeoutMs', merged.timeoutMs ?? defaultTimeoutMs, backend);
   const client = merged.client as Client | undefined;
-  if (client !== undefined && (typeof client !== 'object' || client === null || typeof (client as { perform?: unknown }).perform !== 'function')) {
+  if (
+    client !== undefined &&
+    (typeof client !== 'object' || client === null || typeof (client as { perform?: unknown }).perform !== 'function')
+  ) {
     throw new InvalidArgumentError('client', 'expected a memjs Client', { backend });
   }
   return Object.freeze({

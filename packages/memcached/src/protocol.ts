@@ -41,7 +41,14 @@ interface MemjsUtils {
 const utils = (memjs as unknown as { Utils: MemjsUtils }).Utils;
 
 /** Sends one request; resolves with the server's status, value and CAS. Rejects on I/O failure. */
-export function request(client: unknown, opcode: number, key: string, extras: Buffer, value: Buffer | string, cas?: Cas): Promise<RawResponse> {
+export function request(
+  client: unknown,
+  opcode: number,
+  key: string,
+  extras: Buffer,
+  value: Buffer | string,
+  cas?: Cas,
+): Promise<RawResponse> {
   const performer = client as PerformingClient;
   performer.incrSeq();
   const seq = performer.seq;
@@ -50,7 +57,13 @@ export function request(client: unknown, opcode: number, key: string, extras: Bu
   return new Promise((resolve, reject) => {
     performer.perform(key, buffer, seq, (error, response) => {
       if (error !== null || response === null) reject(error ?? new Error('memcached: no response'));
-      else resolve({ status: response.header.status, value: response.val, cas: Buffer.from(response.header.cas), extras: response.extras ?? Buffer.alloc(0) });
+      else
+        resolve({
+          status: response.header.status,
+          value: response.val,
+          cas: Buffer.from(response.header.cas),
+          extras: response.extras ?? Buffer.alloc(0),
+        });
     });
   });
 }
@@ -88,7 +101,13 @@ export async function getWithFlags(client: unknown, key: string): Promise<{ valu
 }
 
 /** ADD with flags, answering the stored item's CAS (what a later CAS-guarded DELETE or SET compares). Undefined: the key exists. */
-export async function addReturningCas(client: unknown, key: string, value: string, expirySeconds: number, flags: number): Promise<Cas | undefined> {
+export async function addReturningCas(
+  client: unknown,
+  key: string,
+  value: string,
+  expirySeconds: number,
+  flags: number,
+): Promise<Cas | undefined> {
   const response = await request(client, Opcode.add, key, storeExtras(expirySeconds, flags), value);
   if (response.status === Status.exists) return undefined;
   expectOk('ADD', response.status);
@@ -96,7 +115,14 @@ export async function addReturningCas(client: unknown, key: string, value: strin
 }
 
 /** SET guarded by `cas`, answering the new CAS. Undefined: the item changed or vanished. */
-export async function setIfCasReturning(client: unknown, key: string, value: string, expirySeconds: number, cas: Cas, flags: number): Promise<Cas | undefined> {
+export async function setIfCasReturning(
+  client: unknown,
+  key: string,
+  value: string,
+  expirySeconds: number,
+  cas: Cas,
+  flags: number,
+): Promise<Cas | undefined> {
   const response = await request(client, Opcode.set, key, storeExtras(expirySeconds, flags), value, cas);
   if (response.status === Status.exists || response.status === Status.notFound) return undefined;
   expectOk('SET', response.status);

@@ -27,7 +27,11 @@ export function storedKeyOf(grant: Grant): string {
   return (grant as Partial<SlotGrant>).slotKey ?? grant.key;
 }
 
-export async function takeSlot(request: AcquireRequest, permits: number, add: (slotKey: string) => Promise<AttemptResult>): Promise<AttemptResult> {
+export async function takeSlot(
+  request: AcquireRequest,
+  permits: number,
+  add: (slotKey: string) => Promise<AttemptResult>,
+): Promise<AttemptResult> {
   const start = randomInt(permits);
   for (let i = 0; i < permits; i += 1) {
     const result = await add(slotKey(request.key, (start + i) % permits));

@@ -143,7 +143,17 @@ describe('memcached backend', () => {
 
   it('keys with spaces, unicode, % and long keys work and stay distinct', async () => {
     const long = 'x'.repeat(1000);
-    const keys = ['with space', 'with%20space', 'with%2520space', 'ünïcödé 🔒', 'tab\tnew\nline', '{braces}/slash', long, `${long}y`, '%H' + 'a'.repeat(43)];
+    const keys = [
+      'with space',
+      'with%20space',
+      'with%2520space',
+      'ünïcödé 🔒',
+      'tab\tnew\nline',
+      '{braces}/slash',
+      long,
+      `${long}y`,
+      '%H' + 'a'.repeat(43),
+    ];
     const encoded = new Set(keys.map(encodeKey));
     expect(encoded.size).toBe(keys.length);
     for (const e of encoded) {
@@ -165,7 +175,9 @@ describe('memcached backend under faults', () => {
       const grant = await grantOf(backend, 'f:restart');
       await server.restart();
       // The first call after a restart may hit the dead socket; the lock itself is gone either way.
-      const renewed = await backend.renew(grant, 10_000).catch((error: unknown) => (error instanceof BackendUnavailableError ? 'unavailable' : error));
+      const renewed = await backend
+        .renew(grant, 10_000)
+        .catch((error: unknown) => (error instanceof BackendUnavailableError ? 'unavailable' : error));
       if (renewed === 'unavailable') expect(await backend.renew(grant, 10_000)).toBe(false);
       else expect(renewed).toBe(false);
       // The backend reconnects by itself: the key is free again on the restarted server.

@@ -8,7 +8,9 @@ describe('memcached election', () => {
     const client = createLockClient({ url: 'memcached://127.0.0.1:1' });
     try {
       const election = client.elect('scheduler', { id: 'node-a' });
-      const error = await election[Symbol.asyncIterator]().next().catch((e: unknown) => e);
+      const error = await election[Symbol.asyncIterator]()
+        .next()
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UnsupportedOperationError);
       expect((error as UnsupportedOperationError).backend).toBe('memcached');
       expect((error as UnsupportedOperationError).key).toBe('scheduler');

@@ -5,7 +5,10 @@ import { expirySeconds, memcachedBackendFactory, resolveMemcachedOptions } from 
 describe('options', () => {
   it('parses a host list and timeoutMs; ignores prefix (core consumes it)', () => {
     const options = resolveMemcachedOptions('memcached://a:1,b:2?timeoutMs=500&prefix=x');
-    expect(options.servers).toEqual([{ host: 'a', port: 1 }, { host: 'b', port: 2 }]);
+    expect(options.servers).toEqual([
+      { host: 'a', port: 1 },
+      { host: 'b', port: 2 },
+    ]);
     expect(options.timeoutMs).toBe(500);
   });
   it('defaults to 127.0.0.1:11211 and 2000 ms', () => {

@@ -5,17 +5,25 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  * in front of one client, it widens the window between that client's GET answer and its next
  * request, so other clients' operations land inside it: a real network delay, not a mock.
  */
-export async function startSlowLink(target: { host: string; port: number }, latencyMs: number): Promise<{ port: number; close(): Promise<void> }> {
+export async function startSlowLink(
+  target: { host: string; port: number },
+  latencyMs: number,
+): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect(target.port, target.host);
     sockets.add(client).add(upstream);
     let chain = Promise.resolve();
     client.on('data', (chunk) => {
-      chain = chain.then(() => new Promise<void>((resolve) => setTimeout(() => {
-        upstream.write(chunk);
-        resolve();
-      }, latencyMs)));
+      chain = chain.then(
+        () =>
+          new Promise<void>((resolve) =>
+            setTimeout(() => {
+              upstream.write(chunk);
+              resolve();
+            }, latencyMs),
+          ),
+      );
     });
     upstream.on('data', (chunk) => client.write(chunk));
     const end = (): void => {

@@ -51,7 +51,9 @@ describe('memcached waiting and batching', () => {
     if (!held.acquired) throw new Error('not acquired');
     const before = await storeCount(raw);
     const controller = new AbortController();
-    const waits = Array.from({ length: 10 }, (_, i) => backend.acquire(request('one-poller', `w${i}`), Date.now() + 400, controller.signal));
+    const waits = Array.from({ length: 10 }, (_, i) =>
+      backend.acquire(request('one-poller', `w${i}`), Date.now() + 400, controller.signal),
+    );
     expect(await Promise.all(waits)).toEqual(Array.from({ length: 10 }, () => undefined));
     const polls = (await storeCount(raw)) - before;
     // One poller, 1 ms apart for 400 ms: at most ~400 ADDs (10 separate pollers would send ~4,000).
@@ -61,11 +63,18 @@ describe('memcached waiting and batching', () => {
   });
 
   it('renewMany extends 2,000 leases with compare-and-extend and keeps release at one CAS delete', async () => {
-    const attempts = await Promise.all(Array.from({ length: 2_000 }, (_, i) => backend.tryAcquire(request(`renew-many-${i}`, 'o', 30_000))));
+    const attempts = await Promise.all(
+      Array.from({ length: 2_000 }, (_, i) => backend.tryAcquire(request(`renew-many-${i}`, 'o', 30_000))),
+    );
     const grants: Grant[] = attempts.flatMap((attempt) => (attempt.acquired ? [attempt.grant] : []));
     expect(grants).toHaveLength(2_000);
     const before = await getWithCas(raw, encodeKey('renew-many-0'));
-    expect(await backend.renewMany(grants, grants.map(() => 5_000))).toEqual(grants.map(() => true));
+    expect(
+      await backend.renewMany(
+        grants,
+        grants.map(() => 5_000),
+      ),
+    ).toEqual(grants.map(() => true));
     const after = await getWithCas(raw, encodeKey('renew-many-0'));
     expect(after?.value.toString()).toBe(grants[0]!.token);
     expect(after?.cas.equals(before!.cas)).toBe(false);

@@ -54,8 +54,14 @@ export class LeaseElection {
     for (;;) {
       const token = randomToken();
       const sentAt = Date.now();
-      const [row] = await this.port.query<{ fence: string | null; remaining_ms: number | null }>('elect', request.key, this.port.sql.campaign, [request.key, token, request.ttlMs, request.candidate]);
-      if (row?.fence !== null && row?.fence !== undefined) return { key: request.key, owner: request.owner, token, fence: Number(row.fence), sentAt };
+      const [row] = await this.port.query<{ fence: string | null; remaining_ms: number | null }>(
+        'elect',
+        request.key,
+        this.port.sql.campaign,
+        [request.key, token, request.ttlMs, request.candidate],
+      );
+      if (row?.fence !== null && row?.fence !== undefined)
+        return { key: request.key, owner: request.owner, token, fence: Number(row.fence), sentAt };
       request.onContended?.();
       const remainingMs = deadline - Date.now();
       if (remainingMs <= 0 || signal.aborted) return undefined;

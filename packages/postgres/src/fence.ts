@@ -39,7 +39,12 @@ export interface FenceNames {
 export function fenceNames(fenceTable: string, schema?: string): FenceNames & { readonly schema?: string } {
   const base = fenceTable.slice(0, 55);
   const qualifier = schema === undefined ? '' : `"${schema}".`;
-  return { epochs: `${qualifier}"${base}_epochs"`, live: `${qualifier}"${base}_live"`, sequence: `${qualifier}"${base}_seq"`, ...(schema === undefined ? {} : { schema }) };
+  return {
+    epochs: `${qualifier}"${base}_epochs"`,
+    live: `${qualifier}"${base}_live"`,
+    sequence: `${qualifier}"${base}_seq"`,
+    ...(schema === undefined ? {} : { schema }),
+  };
 }
 
 export function fenceSchema(names: FenceNames & { readonly schema?: string }): string[] {

@@ -12,7 +12,9 @@ export const postgresBackendFactory: BackendFactory = ({ url, urlText, options }
 /** A backend without going through createLockClient. */
 export function createPostgresBackend(config: string | PostgresBackendOptions): LockBackend {
   return createPostgresBackendFromOptions(
-    typeof config === 'string' ? resolvePostgresOptions(config) : resolvePostgresOptions(undefined, config as Readonly<Record<string, unknown>>),
+    typeof config === 'string'
+      ? resolvePostgresOptions(config)
+      : resolvePostgresOptions(undefined, config as Readonly<Record<string, unknown>>),
   );
 }
 
@@ -24,7 +26,14 @@ export { LeaseBackend, leaseCapabilities } from './modes/lease.js';
 export { advisoryLockId, advisoryLockParts } from './key-hash.js';
 export { leaseSql, releaseChannel } from './sql.js';
 export { counterBits as fenceCounterBits } from './fence.js';
-export { parsePostgresUrl, resolvePostgresOptions, postgresModes, defaultStatementTimeoutMs, defaultLeaseTable, defaultFenceTable } from './options.js';
+export {
+  parsePostgresUrl,
+  resolvePostgresOptions,
+  postgresModes,
+  defaultStatementTimeoutMs,
+  defaultLeaseTable,
+  defaultFenceTable,
+} from './options.js';
 export type { PostgresBackendOptions, PostgresMode, ResolvedPostgresOptions } from './options.js';
 
 /** Types `options` by scheme in createLockClient (`{ url: 'postgres://...', options }`). */

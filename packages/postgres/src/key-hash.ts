@@ -19,7 +19,9 @@ import { createHash } from 'node:crypto';
  * two keys exclude each other, it never lets two holders into one key.
  */
 export function advisoryLockId(key: string, namespace = ''): bigint {
-  const digest = createHash('sha256').update(Buffer.from(`${namespace}\u0000${key}`, 'utf8')).digest();
+  const digest = createHash('sha256')
+    .update(Buffer.from(`${namespace}\u0000${key}`, 'utf8'))
+    .digest();
   return digest.readBigInt64BE(0);
 }
 

@@ -63,13 +63,43 @@ export const defaultLeaseTable = 'deadbolt_locks';
 export const defaultFenceTable = 'deadbolt_fences';
 
 /** Deadbolt's URL parameters; `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'table', 'schema', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace', 'pool', 'prefix']);
+const urlParameterNames: ReadonlySet<string> = new Set([
+  'mode',
+  'table',
+  'schema',
+  'statementTimeoutMs',
+  'connectTimeoutMs',
+  'namespace',
+  'pool',
+  'prefix',
+]);
 /**
  * libpq parameters that pg's connection-string parser (pg-connection-string) understands: they stay
  * in the connection string handed to pg. Anything else is a typo and is refused before any I/O.
  */
-const libpqParameters: ReadonlySet<string> = new Set(['sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'application_name', 'options', 'host', 'port', 'user', 'password', 'dbname']);
-const objectOptions: ReadonlySet<string> = new Set(['mode', 'connectionString', 'pool', 'schema', 'table', 'statementTimeoutMs', 'connectTimeoutMs', 'namespace']);
+const libpqParameters: ReadonlySet<string> = new Set([
+  'sslmode',
+  'sslcert',
+  'sslkey',
+  'sslrootcert',
+  'application_name',
+  'options',
+  'host',
+  'port',
+  'user',
+  'password',
+  'dbname',
+]);
+const objectOptions: ReadonlySet<string> = new Set([
+  'mode',
+  'connectionString',
+  'pool',
+  'schema',
+  'table',
+  'statementTimeoutMs',
+  'connectTimeoutMs',
+  'namespace',
+]);
 const backend = 'postgres';
 
 /** Splits `postgres://...?mode=lease&table=x` into Deadbolt options and a plain connection string. No I/O. */
@@ -94,7 +124,10 @@ export function parsePostgresUrl(input: string | URL): PostgresBackendOptions {
 }
 
 /** Merges URL options with object options (the object wins) and validates everything. No I/O. */
-export function resolvePostgresOptions(url: string | URL | undefined, given: Readonly<Record<string, unknown>> = {}): ResolvedPostgresOptions {
+export function resolvePostgresOptions(
+  url: string | URL | undefined,
+  given: Readonly<Record<string, unknown>> = {},
+): ResolvedPostgresOptions {
   rejectUnknownNames('option', Object.keys(given), objectOptions, backend);
   const fromUrl = url === undefined ? {} : parsePostgresUrl(url);
   const merged = { ...fromUrl, ...definedEntries(given) } as Record<string, unknown>;
@@ -117,7 +150,11 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
   const namespace = stringOption('namespace', merged.namespace ?? '', backend);
   const ownPool = isPool(merged.pool) ? merged.pool : undefined;
   if (ownPool !== undefined && mode === 'advisory') {
-    throw new InvalidArgumentError('pool', 'advisory mode holds dedicated sessions for as long as locks live: give it a connectionString and a pool size, or use mode lease with your pg.Pool', { backend });
+    throw new InvalidArgumentError(
+      'pool',
+      'advisory mode holds dedicated sessions for as long as locks live: give it a connectionString and a pool size, or use mode lease with your pg.Pool',
+      { backend },
+    );
   }
   // Advisory mode multiplexes locks onto sessions; a blocking wait parks one session each.
   const pool = ownPool !== undefined ? (ownPool.options.max ?? 10) : (merged.pool ?? (mode === 'advisory' ? 10 : 8));
@@ -147,7 +184,14 @@ export function resolvePostgresOptions(url: string | URL | undefined, given: Rea
 /** A pg.Pool (duck-typed: the app's pg may be another copy than ours, so no instanceof). */
 function isPool(value: unknown): value is pg.Pool {
   const candidate = value as { connect?: unknown; query?: unknown; end?: unknown; options?: unknown } | null;
-  return typeof candidate === 'object' && candidate !== null && typeof candidate.connect === 'function' && typeof candidate.query === 'function' && typeof candidate.end === 'function' && typeof candidate.options === 'object';
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.connect === 'function' &&
+    typeof candidate.query === 'function' &&
+    typeof candidate.end === 'function' &&
+    typeof candidate.options === 'object'
+  );
 }
 
 /** `host:port` of a postgres:// URL (libpq defaults: localhost, 5432; a `host=` parameter wins). */

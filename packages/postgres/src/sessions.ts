@@ -55,7 +55,11 @@ export class Session {
    * Runs a statement within the deadline. No answer in time means the server or the link is stuck:
    * the session is ended, since every later statement would queue behind the stuck one.
    */
-  async query<R extends pg.QueryResultRow>(config: pg.QueryConfig | string, values?: unknown[], ms = this.deadlineMs): Promise<pg.QueryResult<R>> {
+  async query<R extends pg.QueryResultRow>(
+    config: pg.QueryConfig | string,
+    values?: unknown[],
+    ms = this.deadlineMs,
+  ): Promise<pg.QueryResult<R>> {
     if (this.dead) throw new Error('the session ended');
     this.inflight += 1;
     // One statement at a time, in order, queued here rather than inside pg (whose queue is deprecated).

@@ -33,7 +33,10 @@ async function advisoryLocks(key: string): Promise<Array<{ pid: number; granted:
 
 describe('key hash', () => {
   it('matches the documented SQL expression', async () => {
-    for (const [key, namespace] of [['order:1', ''], ['ünï code/{x}', 'app']] as const) {
+    for (const [key, namespace] of [
+      ['order:1', ''],
+      ['ünï code/{x}', 'app'],
+    ] as const) {
       const sql = await admin.query<{ id: string }>(
         `SELECT ('x' || substr(encode(sha256(convert_to($1, 'UTF8') || '\\x00'::bytea || convert_to($2, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint::text AS id`,
         [namespace, key],
@@ -161,12 +164,19 @@ describe('postgres:advisory', () => {
     try {
       const attempts = await Promise.all(Array.from({ length: 2_000 }, (_, i) => b.tryAcquire(request(`many-${i}`))));
       expect(attempts.every((attempt) => attempt.acquired)).toBe(true);
-      const sessions = await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_stat_activity WHERE application_name = 'deadbolt'`);
+      const sessions = await admin.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM pg_stat_activity WHERE application_name = 'deadbolt'`,
+      );
       expect(Number(sessions.rows[0]?.n)).toBeGreaterThan(0);
       expect(Number(sessions.rows[0]?.n)).toBeLessThanOrEqual(10);
       const grants = attempts.flatMap((attempt) => (attempt.acquired ? [attempt.grant] : []));
       expect(new Set(grants.map((grant) => grant.fence)).size).toBe(grants.length);
-      expect(await b.renewMany(grants, grants.map(() => 1_000))).toEqual(grants.map(() => true));
+      expect(
+        await b.renewMany(
+          grants,
+          grants.map(() => 1_000),
+        ),
+      ).toEqual(grants.map(() => true));
       expect((await Promise.all(grants.map((grant) => b.release(grant)))).every(Boolean)).toBe(true);
       const left = await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_locks WHERE locktype = 'advisory'`);
       expect(left.rows[0]?.n).toBe('0');

@@ -25,7 +25,9 @@ async function terminateDeadboltSessions(server: PostgresServerHandle): Promise<
   const admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
   try {
-    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'deadbolt' AND pid <> pg_backend_pid()");
+    await admin.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'deadbolt' AND pid <> pg_backend_pid()",
+    );
   } finally {
     await admin.end();
   }

@@ -56,7 +56,10 @@ describe('postgres:lease election', () => {
   });
 
   it('advisory mode refuses election with UnsupportedOperationError (use mode=lease)', async () => {
-    const error = await client('advisory').elect('pg-adv', { id: 'x' }).leader().catch((e: unknown) => e);
+    const error = await client('advisory')
+      .elect('pg-adv', { id: 'x' })
+      .leader()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedOperationError);
   });
 });

@@ -87,7 +87,9 @@ describe('postgres:lease', () => {
       const woken = b.waitForChange('notify', 30_000, new AbortController().signal);
       // The listener registers, LISTENs, then checks: give the release a LISTEN to land on by polling pg_stat_activity.
       await expect
-        .poll(async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)).rows[0].n, { timeout: 5_000 })
+        .poll(async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)).rows[0].n, {
+          timeout: 5_000,
+        })
         .toBeGreaterThan(0);
       const released = Date.now();
       await a.release(held.grant);

@@ -113,14 +113,17 @@ export class RedisBackend implements LockBackend {
       }
       if (this.mode instanceof SetnxMode && this.waitForChange) {
         const waitForChange = this.waitForChange;
-        this.tryAcquireMany = (requests) => this.run('acquire', requests.map((request) => request.key).join(', '), () => tryAcquireManySetnx(connection, requests));
-        this.campaign = (request, deadline, signal) => this.run('elect', request.key, () => campaignSetnx(connection, waitForChange, request, deadline, signal), false);
+        this.tryAcquireMany = (requests) =>
+          this.run('acquire', requests.map((request) => request.key).join(', '), () => tryAcquireManySetnx(connection, requests));
+        this.campaign = (request, deadline, signal) =>
+          this.run('elect', request.key, () => campaignSetnx(connection, waitForChange, request, deadline, signal), false);
         this.leader = (key) => this.run('leader', key, () => leaderSetnx(connection, key));
       }
       if (this.mode instanceof FairMode) {
         const fair = this.mode;
         this.acquireQueuesAtOnce = true;
-        this.acquire = (request, deadline, signal) => this.run('acquire', request.key, () => fair.acquire(request, deadline, signal), false);
+        this.acquire = (request, deadline, signal) =>
+          this.run('acquire', request.key, () => fair.acquire(request, deadline, signal), false);
       }
     }
     this.capabilities = this.mode.capabilities;
@@ -155,13 +158,19 @@ export class RedisBackend implements LockBackend {
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = this.mode.tokenFor?.(request) ?? this.tokens.next();
-    return this.run('acquire', request.key, () => this.mode.tryAcquire(request, token), true, (late) => {
-      // Given up on (a frozen server answers after ioredis' command timeout, or never): the script
-      // may still run when the server wakes. Undo this attempt's token; on the same connection the
-      // undo runs after the attempt, so no lease is left for the whole ttl (issue 14).
-      if (late === undefined) return this.mode.undoAcquire?.(request, token);
-      if (late.acquired) return this.mode.release(late.grant);
-    });
+    return this.run(
+      'acquire',
+      request.key,
+      () => this.mode.tryAcquire(request, token),
+      true,
+      (late) => {
+        // Given up on (a frozen server answers after ioredis' command timeout, or never): the script
+        // may still run when the server wakes. Undo this attempt's token; on the same connection the
+        // undo runs after the attempt, so no lease is left for the whole ttl (issue 14).
+        if (late === undefined) return this.mode.undoAcquire?.(request, token);
+        if (late.acquired) return this.mode.release(late.grant);
+      },
+    );
   }
 
   renew(grant: Grant, ttlMs: number): Promise<boolean> {
@@ -219,7 +228,9 @@ export class RedisBackend implements LockBackend {
   private async stillHeld(connection: Redis | Cluster, key: string): Promise<boolean> {
     try {
       // Marks the key as waited on in the same step, so the next release publishes (mark-waiting.lua).
-      return Number(await withDeadline(runScript(connection, 'mark-waiting', [key, waitingKey(key)], [waitingMarkMs]), this.deadlineMs)) > 0;
+      return (
+        Number(await withDeadline(runScript(connection, 'mark-waiting', [key, waitingKey(key)], [waitingMarkMs]), this.deadlineMs)) > 0
+      );
     } catch {
       return true; // unknown: the waiter's own timer bounds the wait
     }
@@ -236,12 +247,21 @@ export class RedisBackend implements LockBackend {
    * such host, wrong password), so that is what the caller gets.
    */
   private withConnectionReason(error: unknown): unknown {
-    const generic = error instanceof Error && (error.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable/.test(error.message));
+    const generic =
+      error instanceof Error &&
+      (error.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable/.test(error.message));
     return (generic ? lastConnectionError(this.commandConnections) : undefined) ?? error;
   }
 
-  private run<T>(action: string, key: string | undefined, operation: () => Promise<T>, bounded = true, undo?: (late: T | undefined) => Promise<unknown> | undefined): Promise<T> {
-    if (this.closing) return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
+  private run<T>(
+    action: string,
+    key: string | undefined,
+    operation: () => Promise<T>,
+    bounded = true,
+    undo?: (late: T | undefined) => Promise<unknown> | undefined,
+  ): Promise<T> {
+    if (this.closing)
+      return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
     const timed = bounded && this.ownDeadline;
     return guardCall(() => operation().catch((error: unknown) => Promise.reject(this.withConnectionReason(error))), {
       action,

@@ -23,11 +23,25 @@ export function leaderKey(key: string): string {
  * core declares it lost at the local lease deadline, before the key can expire on the server.
  * Followers wait for the release message (one per release) and try again.
  */
-export async function campaignSetnx(connection: Redis | Cluster, wait: WaitForRelease, request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+export async function campaignSetnx(
+  connection: Redis | Cluster,
+  wait: WaitForRelease,
+  request: CampaignRequest,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<TermGrant | undefined> {
   for (;;) {
     const token = randomToken();
     const sentAt = Date.now();
-    const [elected, value] = pair(await runElectAcquire(connection, [request.key, fenceKey(request.key), leaderKey(request.key)], token, request.ttlMs, request.candidate));
+    const [elected, value] = pair(
+      await runElectAcquire(
+        connection,
+        [request.key, fenceKey(request.key), leaderKey(request.key)],
+        token,
+        request.ttlMs,
+        request.candidate,
+      ),
+    );
     if (elected === 1) return { key: request.key, owner: request.owner, token, fence: value, sentAt };
     request.onContended?.();
     const remainingMs = deadline - Date.now();

@@ -6,11 +6,14 @@ import { resolveRedisOptions, type RedisBackendOptions } from './options.js';
  * `redis://` and `rediss://` for createLockClient. Validates everything (unknown URL parameters and
  * options included) before any I/O; connections open on first use.
  */
-export const redisBackendFactory: BackendFactory = ({ url, urlText, options }) => new RedisBackend(resolveRedisOptions(urlText ?? url, options));
+export const redisBackendFactory: BackendFactory = ({ url, urlText, options }) =>
+  new RedisBackend(resolveRedisOptions(urlText ?? url, options));
 
 /** A backend without going through createLockClient: `createLockClient({ backend: createRedisBackend(...) })`. */
 export function createRedisBackend(config: string | RedisBackendOptions): RedisBackend {
-  return typeof config === 'string' ? new RedisBackend(resolveRedisOptions(config)) : new RedisBackend(resolveRedisOptions(undefined, config as Readonly<Record<string, unknown>>));
+  return typeof config === 'string'
+    ? new RedisBackend(resolveRedisOptions(config))
+    : new RedisBackend(resolveRedisOptions(undefined, config as Readonly<Record<string, unknown>>));
 }
 
 registerBackend('redis', redisBackendFactory);
@@ -19,7 +22,14 @@ registerBackend('redis+sentinel', redisBackendFactory);
 registerBackend('rediss+sentinel', redisBackendFactory);
 
 export { RedisBackend } from './backend.js';
-export { parseRedisUrl, resolveRedisOptions, redisModes, defaultCommandTimeoutMs, defaultDriftFactor, defaultWaiterLeaseMs } from './options.js';
+export {
+  parseRedisUrl,
+  resolveRedisOptions,
+  redisModes,
+  defaultCommandTimeoutMs,
+  defaultDriftFactor,
+  defaultWaiterLeaseMs,
+} from './options.js';
 export type { RedisBackendOptions, RedisMode, RedisNodeAddress, ResolvedRedisOptions } from './options.js';
 export { setnxCapabilities } from './modes/setnx.js';
 export { getsetCapabilities } from './modes/getset.js';

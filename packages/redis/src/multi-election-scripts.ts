@@ -45,7 +45,11 @@ if record and string.sub(record, 1, #token + 1) == token .. '\\n' then return st
 return false
 `;
 
-const names = { acquireMany: 'deadbolt_acquire_many', electAcquire: 'deadbolt_elect_acquire', electLeader: 'deadbolt_elect_leader' } as const;
+const names = {
+  acquireMany: 'deadbolt_acquire_many',
+  electAcquire: 'deadbolt_elect_acquire',
+  electLeader: 'deadbolt_elect_leader',
+} as const;
 const defined = new WeakSet<Redis | Cluster>();
 
 type Call = (...args: (string | number)[]) => Promise<unknown>;
@@ -64,7 +68,13 @@ export function runAcquireMany(connection: Redis | Cluster, keys: readonly strin
   return define(connection)[names.acquireMany]!.call(connection, keys.length, ...keys, token, ttlMs);
 }
 
-export function runElectAcquire(connection: Redis | Cluster, keys: readonly [string, string, string], token: string, ttlMs: number, id: string): Promise<unknown> {
+export function runElectAcquire(
+  connection: Redis | Cluster,
+  keys: readonly [string, string, string],
+  token: string,
+  ttlMs: number,
+  id: string,
+): Promise<unknown> {
   return define(connection)[names.electAcquire]!.call(connection, ...keys, token, ttlMs, id);
 }
 

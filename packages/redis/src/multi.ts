@@ -31,7 +31,11 @@ export async function tryAcquireManySetnx(connection: Redis | Cluster, requests:
     const reply = (await runAcquireMany(connection, [...keys, ...keys.map(fenceKey)], token, group[0]!.ttlMs)) as number[];
     if (Number(reply[0]) !== 1) {
       // Give back the groups taken before this one: the call holds nothing when it reports busy.
-      await Promise.all(grants.map((grant) => runScript(connection, 'setnx-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)])));
+      await Promise.all(
+        grants.map((grant) =>
+          runScript(connection, 'setnx-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)]),
+        ),
+      );
       return { acquired: false, busyKey: keys[Number(reply[1]) - 1]!, retryAfterMs: Math.max(0, Number(reply[2])) };
     }
     group.forEach((request, index) => grants.push({ key: request.key, owner: request.owner, token, fence: Number(reply[index + 1]) }));

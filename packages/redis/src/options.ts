@@ -101,7 +101,16 @@ const defaultSentinelPort = 26379;
 const backend = 'redis';
 
 /** Query parameters a URL may carry. `prefix` belongs to core, which applies it before keys reach us. */
-const urlParameterNames: ReadonlySet<string> = new Set(['mode', 'commandTimeoutMs', 'driftFactor', 'nodeTimeoutMs', 'waiterLeaseMs', 'cluster', 'sentinel', 'prefix']);
+const urlParameterNames: ReadonlySet<string> = new Set([
+  'mode',
+  'commandTimeoutMs',
+  'driftFactor',
+  'nodeTimeoutMs',
+  'waiterLeaseMs',
+  'cluster',
+  'sentinel',
+  'prefix',
+]);
 const objectOptions: ReadonlySet<string> = new Set([
   'mode',
   'nodes',
@@ -129,7 +138,10 @@ const objectOptions: ReadonlySet<string> = new Set([
 export function parseRedisUrl(input: string | URL): RedisBackendOptions {
   const url = splitBackendUrl(input, backend, ['redis', 'rediss', 'redis+sentinel', 'rediss+sentinel']);
   const viaSentinel = url.scheme.endsWith('+sentinel');
-  const options: Record<string, unknown> = { tls: url.scheme.startsWith('rediss'), ...urlParameters(url.params, urlParameterNames, backend) };
+  const options: Record<string, unknown> = {
+    tls: url.scheme.startsWith('rediss'),
+    ...urlParameters(url.params, urlParameterNames, backend),
+  };
   if (viaSentinel && options.sentinel === undefined) {
     throw new InvalidArgumentError('sentinel', `${url.scheme}:// needs the master's name: ?sentinel=<masterName>`, { backend });
   }
@@ -151,18 +163,24 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
   const mode = choiceOption('mode', merged.mode ?? 'setnx', redisModes, backend);
   const nodes = merged.nodes === undefined ? [] : hostListOption('nodes', merged.nodes, defaultPort, backend);
   const client = merged.client as Redis | Cluster | undefined;
-  if (client !== undefined && !isIoredisLike(client)) throw new InvalidArgumentError('client', 'expected an ioredis Redis or Cluster instance', { backend });
+  if (client !== undefined && !isIoredisLike(client))
+    throw new InvalidArgumentError('client', 'expected an ioredis Redis or Cluster instance', { backend });
   const clients = merged.clients as readonly Redis[] | undefined;
   if (clients !== undefined && (!Array.isArray(clients) || clients.length === 0 || !clients.every(isIoredisLike))) {
     throw new InvalidArgumentError('clients', 'expected a non-empty array of ioredis Redis instances', { backend });
   }
-  if (mode === 'redlock' && client !== undefined) throw new InvalidArgumentError('client', "redlock needs one connection per master: pass 'clients' or 'nodes'", { backend });
-  if (mode !== 'redlock' && clients !== undefined) throw new InvalidArgumentError('clients', "only the redlock mode takes several clients; pass 'client'", { backend });
+  if (mode === 'redlock' && client !== undefined)
+    throw new InvalidArgumentError('client', "redlock needs one connection per master: pass 'clients' or 'nodes'", { backend });
+  if (mode !== 'redlock' && clients !== undefined)
+    throw new InvalidArgumentError('clients', "only the redlock mode takes several clients; pass 'client'", { backend });
 
   const commandTimeoutMs = durationOption('commandTimeoutMs', merged.commandTimeoutMs ?? defaultCommandTimeoutMs, backend);
   const nodeTimeoutMs = merged.nodeTimeoutMs === undefined ? undefined : durationOption('nodeTimeoutMs', merged.nodeTimeoutMs, backend);
   const waiterLeaseMs = durationOption('waiterLeaseMs', merged.waiterLeaseMs ?? defaultWaiterLeaseMs, backend);
-  if (waiterLeaseMs < 30) throw new InvalidArgumentError('waiterLeaseMs', `expected at least 30 ms (heartbeats run every third of it), got ${waiterLeaseMs}`, { backend });
+  if (waiterLeaseMs < 30)
+    throw new InvalidArgumentError('waiterLeaseMs', `expected at least 30 ms (heartbeats run every third of it), got ${waiterLeaseMs}`, {
+      backend,
+    });
   const driftFactor = fractionOption('driftFactor', merged.driftFactor ?? defaultDriftFactor, backend, 0, 0.5);
   const now = merged.now ?? Date.now;
   if (typeof now !== 'function') throw new InvalidArgumentError('now', 'expected a function returning epoch milliseconds', { backend });
@@ -171,21 +189,31 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
   const password = merged.password === undefined ? undefined : stringOption('password', merged.password, backend);
   const tls = merged.tls === undefined ? false : booleanOption('tls', merged.tls, backend);
   const viaSentinel = merged.sentinel !== undefined;
-  const cluster = merged.cluster === undefined ? mode !== 'redlock' && !viaSentinel && nodes.length > 1 : booleanOption('cluster', merged.cluster, backend);
-  if (cluster && mode === 'redlock') throw new InvalidArgumentError('cluster', 'redlock runs on independent masters, not on a Redis Cluster', { backend });
+  const cluster =
+    merged.cluster === undefined
+      ? mode !== 'redlock' && !viaSentinel && nodes.length > 1
+      : booleanOption('cluster', merged.cluster, backend);
+  if (cluster && mode === 'redlock')
+    throw new InvalidArgumentError('cluster', 'redlock runs on independent masters, not on a Redis Cluster', { backend });
   if (cluster && db !== 0) throw new InvalidArgumentError('db', 'Redis Cluster has only database 0', { backend });
   const sentinel = merged.sentinel === undefined ? undefined : stringOption('sentinel', merged.sentinel, backend);
-  const sentinelPassword = merged.sentinelPassword === undefined ? undefined : stringOption('sentinelPassword', merged.sentinelPassword, backend);
+  const sentinelPassword =
+    merged.sentinelPassword === undefined ? undefined : stringOption('sentinelPassword', merged.sentinelPassword, backend);
   if (sentinel !== undefined) {
     if (sentinel === '') throw new InvalidArgumentError('sentinel', "expected the master's name", { backend });
-    if (mode === 'redlock') throw new InvalidArgumentError('sentinel', 'redlock runs on independent masters, not behind a Sentinel', { backend });
+    if (mode === 'redlock')
+      throw new InvalidArgumentError('sentinel', 'redlock runs on independent masters, not behind a Sentinel', { backend });
     if (cluster) throw new InvalidArgumentError('sentinel', 'a Redis Cluster has no Sentinel', { backend });
     if (client !== undefined) throw new InvalidArgumentError('sentinel', "give either 'client' or the Sentinels, not both", { backend });
   }
 
   return Object.freeze({
     mode,
-    nodes: Object.freeze(nodes.length > 0 || client !== undefined || clients !== undefined ? nodes : [{ host: '127.0.0.1', port: viaSentinel ? defaultSentinelPort : defaultPort }]),
+    nodes: Object.freeze(
+      nodes.length > 0 || client !== undefined || clients !== undefined
+        ? nodes
+        : [{ host: '127.0.0.1', port: viaSentinel ? defaultSentinelPort : defaultPort }],
+    ),
     client,
     clients: clients === undefined ? undefined : Object.freeze([...clients]),
     cluster,

@@ -25,7 +25,9 @@ export type ScriptName = keyof typeof scripts;
 export type ScriptArgument = string | number;
 
 /** The ioredis command name a script is defined under (prefixed: the connection may be the user's). */
-const commandNames = new Map<ScriptName, string>((Object.keys(scripts) as ScriptName[]).map((name) => [name, `deadbolt_${name.replace(/-/g, '_')}`]));
+const commandNames = new Map<ScriptName, string>(
+  (Object.keys(scripts) as ScriptName[]).map((name) => [name, `deadbolt_${name.replace(/-/g, '_')}`]),
+);
 
 /** Looked up, not built: this runs on every call of the hot path (a regex replace per call showed in profiles). */
 function commandName(name: ScriptName): string {
@@ -57,7 +59,12 @@ export function runScript(target: Target, name: ScriptName, keys: readonly strin
 }
 
 /** Queues a script on a pipeline (the returned promise is not used: exec() answers). */
-export function queueScript(pipeline: ChainableCommander, name: ScriptName, keys: readonly string[], args: readonly ScriptArgument[]): void {
+export function queueScript(
+  pipeline: ChainableCommander,
+  name: ScriptName,
+  keys: readonly string[],
+  args: readonly ScriptArgument[],
+): void {
   const call = (pipeline as unknown as Record<string, ScriptCall | undefined>)[commandName(name)];
   if (call === undefined) throw new Error(`@deadbolt/redis: script ${name} is not defined on this connection`);
   call.call(pipeline, ...keys, ...args);

@@ -25,7 +25,12 @@ describe.each(['setnx', 'hash-reentrant'] as const)('redis %s on a 3-master Redi
       for (const key of keys) grants.push(await grantOf(backend, request(key, 10_000, 'owner-1')));
       for (const key of keys) expect((await backend.tryAcquire(request(key, 10_000, 'owner-2'))).acquired).toBe(false);
       expect(await backend.renew(grants[0]!, 20_000)).toBe(true);
-      expect(await backend.renewMany(grants, grants.map(() => 20_000))).toEqual(grants.map(() => true));
+      expect(
+        await backend.renewMany(
+          grants,
+          grants.map(() => 20_000),
+        ),
+      ).toEqual(grants.map(() => true));
       for (const grant of grants) expect(await backend.release(grant)).toBe(true);
       const again = await grantOf(backend, request(keys[0]!, 10_000, 'owner-2'));
       expect(again.fence).toBeGreaterThan(grants[0]!.fence ?? Number.POSITIVE_INFINITY);

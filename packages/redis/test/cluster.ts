@@ -68,7 +68,22 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       ports.push(port);
       const child = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', host, '--dir', dir, '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          host,
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+        ],
         { stdio: 'ignore' },
       );
       processes.push(child);
@@ -78,13 +93,17 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       admin.on('error', () => undefined);
       admins.push(admin);
     }
-    await Promise.all(admins.map((admin, index) => admin.call('CLUSTER', 'ADDSLOTSRANGE', String(ranges[index]![0]), String(ranges[index]![1]))));
+    await Promise.all(
+      admins.map((admin, index) => admin.call('CLUSTER', 'ADDSLOTSRANGE', String(ranges[index]![0]), String(ranges[index]![1]))),
+    );
     for (const port of ports.slice(1)) await admins[0]!.call('CLUSTER', 'MEET', host, String(port));
     const deadline = Date.now() + 30_000;
     for (const admin of admins) {
       for (;;) {
         const info = String(await admin.call('CLUSTER', 'INFO'));
-        const known = String(await admin.call('CLUSTER', 'NODES')).trim().split('\n').length;
+        const known = String(await admin.call('CLUSTER', 'NODES'))
+          .trim()
+          .split('\n').length;
         if (info.includes('cluster_state:ok') && known === ports.length) break;
         if (Date.now() > deadline) throw new Error(`redis cluster did not form: ${info}`);
         await new Promise((resolve) => setTimeout(resolve, 50)); // gossip has no event to wait on

@@ -1,9 +1,30 @@
-import { redisCommandCount, redisKillClients, startRedis, startRedisMasters, startRedisSentinel, type RedisSentinelSet, type ServerHandle } from '@deadbolt/conformance/servers';
+import {
+  redisCommandCount,
+  redisKillClients,
+  startRedis,
+  startRedisMasters,
+  startRedisSentinel,
+  type RedisSentinelSet,
+  type ServerHandle,
+} from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
-import { fairCapabilities, getsetCapabilities, hashReentrantCapabilities, redisModes, redlockCapabilities, setnxCapabilities } from '../src/index.js';
+import {
+  fairCapabilities,
+  getsetCapabilities,
+  hashReentrantCapabilities,
+  redisModes,
+  redlockCapabilities,
+  setnxCapabilities,
+} from '../src/index.js';
 
-const capabilitiesOf = { setnx: setnxCapabilities, fair: fairCapabilities, getset: getsetCapabilities, 'hash-reentrant': hashReentrantCapabilities, redlock: redlockCapabilities } as const;
+const capabilitiesOf = {
+  setnx: setnxCapabilities,
+  fair: fairCapabilities,
+  getset: getsetCapabilities,
+  'hash-reentrant': hashReentrantCapabilities,
+  redlock: redlockCapabilities,
+} as const;
 const serverFaults = {
   restart: (server: ServerHandle) => server.restart(),
   pause: (server: ServerHandle) => server.pause(),
@@ -52,7 +73,11 @@ if (describeLockConformance === undefined) {
           createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes }, ...options }),
         credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
           secret,
-          client: createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes, username: 'default', password: secret }, prefix }),
+          client: createLockClient({
+            backend: 'redis',
+            options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes, username: 'default', password: secret },
+            prefix,
+          }),
         }),
       });
     } else if (mode === 'fair') {
@@ -64,7 +89,8 @@ if (describeLockConformance === undefined) {
         faults: serverFaults,
         scaleLocks: 2_000,
         servers: () => startRedis(),
-        create: (server: ServerHandle, options: { prefix: string }) => fair.create(`${server.url}?mode=fair&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix),
+        create: (server: ServerHandle, options: { prefix: string }) =>
+          fair.create(`${server.url}?mode=fair&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix),
         kill: fair.kill,
         fair: fair.hooks,
         ...singleServerHooks(mode),
@@ -106,7 +132,8 @@ if (describeLockConformance === undefined) {
       servers: () => startRedisSentinel(),
       create:
         mode === 'fair'
-          ? (set: RedisSentinelSet, options: { prefix: string }) => fair.create(`${urlOf(set)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
+          ? (set: RedisSentinelSet, options: { prefix: string }) =>
+              fair.create(`${urlOf(set)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
           : (set: RedisSentinelSet, options: { prefix: string }) => fair.create(urlOf(set), options.prefix),
       kill: fair.kill,
       ...(mode === 'fair' ? { fair: fair.hooks } : {}),
@@ -126,7 +153,8 @@ if (describeLockConformance === undefined) {
       servers: async () => clusterHandle(await startRedisCluster()),
       create:
         mode === 'fair'
-          ? (server: ServerHandle, options: { prefix: string }) => fair.create(`${urlOf(server)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
+          ? (server: ServerHandle, options: { prefix: string }) =>
+              fair.create(`${urlOf(server)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
           : (server: ServerHandle, options: { prefix: string }) => fair.create(urlOf(server), options.prefix),
       kill: fair.kill,
       ...(mode === 'fair' ? { fair: fair.hooks } : {}),

@@ -5,7 +5,17 @@ import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crashedHolderReplaced, fencesAcrossHandOffs, fifoOrder, giveUpLeavesNothing, killedWaiterAtHead, lostGrantMessage, noBarging, runCase, type ConformanceCase } from '@deadbolt/conformance';
+import {
+  crashedHolderReplaced,
+  fencesAcrossHandOffs,
+  fifoOrder,
+  giveUpLeavesNothing,
+  killedWaiterAtHead,
+  lostGrantMessage,
+  noBarging,
+  runCase,
+  type ConformanceCase,
+} from '@deadbolt/conformance';
 import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
 import { fairAcquireLua, fairLeaveLua, fairReleaseLua } from '../src/lua.js';
 import { suiteWaiterLeaseMs } from './fair-hooks.js';
@@ -21,13 +31,36 @@ function mutate(script: FairScript, from: string, to: string): [FairScript, stri
 }
 
 const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
-  ['LIFO instead of FIFO', fifoOrder, [mutate('fair_acquire', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"), mutate('fair_release', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)")]],
-  ['a free key is taken past the queue (barging)', noBarging, [mutate('fair_acquire', "if redis.call('EXISTS', queueKey) == 0 then", 'if true then')]],
+  [
+    'LIFO instead of FIFO',
+    fifoOrder,
+    [
+      mutate('fair_acquire', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"),
+      mutate('fair_release', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"),
+    ],
+  ],
+  [
+    'a free key is taken past the queue (barging)',
+    noBarging,
+    [mutate('fair_acquire', "if redis.call('EXISTS', queueKey) == 0 then", 'if true then')],
+  ],
   ['a waiter that gives up leaves its entry and its raced grant', giveUpLeavesNothing, [['fair_leave', 'return 1']]],
-  ['a grant claims the waiter ttl, not its remaining waiter lease', killedWaiterAtHead, [mutate('fair_release', 'math.min(tonumber(ttl), deadline - now)', 'tonumber(ttl)')]],
+  [
+    'a grant claims the waiter ttl, not its remaining waiter lease',
+    killedWaiterAtHead,
+    [mutate('fair_release', 'math.min(tonumber(ttl), deadline - now)', 'tonumber(ttl)')],
+  ],
   ['a re-check does not recognise its own grant', lostGrantMessage, [mutate('fair_acquire', 'if holder == token then', 'if false then')]],
-  ['an expired holder is never replaced without a release', crashedHolderReplaced, [mutate('fair_acquire', 'if not holder then', "if not holder and redis.call('EXISTS', queueKey) == 0 then")]],
-  ['a grant reuses the fence', fencesAcrossHandOffs, [mutate('fair_release', "local fence = redis.call('INCR', fenceKey)", "local fence = tonumber(redis.call('GET', fenceKey) or '0')")]],
+  [
+    'an expired holder is never replaced without a release',
+    crashedHolderReplaced,
+    [mutate('fair_acquire', 'if not holder then', "if not holder and redis.call('EXISTS', queueKey) == 0 then")],
+  ],
+  [
+    'a grant reuses the fence',
+    fencesAcrossHandOffs,
+    [mutate('fair_release', "local fence = redis.call('INCR', fenceKey)", "local fence = tonumber(redis.call('GET', fenceKey) or '0')")],
+  ],
 ];
 
 describe('the fair group catches broken fair modes', () => {

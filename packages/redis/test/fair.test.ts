@@ -44,7 +44,11 @@ describe('redis fair mode', () => {
   it('after waiters that time out, abort and get served, only the fence is left on the server', async () => {
     const raw = opened.raw(server.url);
     const url = `${server.url}?mode=fair`;
-    const [a, b, c] = [createLockClient({ url, prefix: 'left:' }), createLockClient({ url, prefix: 'left:' }), createLockClient({ url, prefix: 'left:' })];
+    const [a, b, c] = [
+      createLockClient({ url, prefix: 'left:' }),
+      createLockClient({ url, prefix: 'left:' }),
+      createLockClient({ url, prefix: 'left:' }),
+    ];
     try {
       const held = await a.acquire('k');
       await expect(b.acquire('k', { waitMs: 200 })).rejects.toBeInstanceOf(LockTimeoutError);

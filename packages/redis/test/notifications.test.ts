@@ -58,7 +58,9 @@ describe.each(['setnx', 'hash-reentrant'] as const)('redis %s release notificati
     const controller = new AbortController();
     const waits = keys.map((key) => timed(backend.waitForChange!(key, 20_000, controller.signal)));
     for (const key of keys) await untilSubscribers(raw, releaseChannel(key), 1);
-    const clients = String(await raw.client('LIST')).trim().split('\n');
+    const clients = String(await raw.client('LIST'))
+      .trim()
+      .split('\n');
     // Our raw connection, the backend's command connection, and ONE subscriber.
     expect(clients).toHaveLength(3);
     controller.abort(new Error('stop waiting'));
@@ -75,7 +77,11 @@ describe.each(['setnx', 'hash-reentrant'] as const)('redis %s release notificati
     await backend.close();
     await waiting; // close wakes waiters
     const deadline = Date.now() + 10_000;
-    while (String(await raw.client('LIST')).trim().split('\n').length !== 1) {
+    while (
+      String(await raw.client('LIST'))
+        .trim()
+        .split('\n').length !== 1
+    ) {
       if (Date.now() > deadline) throw new Error('connections left open after close()');
       await raw.ping();
     }

@@ -4,19 +4,33 @@ import { createRedisBackend, parseRedisUrl, resolveRedisOptions } from '../src/i
 
 describe('redis options', () => {
   it('parses a full URL: credentials, several nodes, db, mode and numbers', () => {
-    const options = resolveRedisOptions('redis://user:p%40ss@h1:7001,h2:7002,[::1]:7003/0?mode=redlock&commandTimeoutMs=750&driftFactor=0.02&nodeTimeoutMs=40');
+    const options = resolveRedisOptions(
+      'redis://user:p%40ss@h1:7001,h2:7002,[::1]:7003/0?mode=redlock&commandTimeoutMs=750&driftFactor=0.02&nodeTimeoutMs=40',
+    );
     expect(options.mode).toBe('redlock');
     expect(options.nodes).toEqual([
       { host: 'h1', port: 7001 },
       { host: 'h2', port: 7002 },
       { host: '::1', port: 7003 },
     ]);
-    expect(options).toMatchObject({ username: 'user', password: 'p@ss', commandTimeoutMs: 750, driftFactor: 0.02, nodeTimeoutMs: 40, cluster: false, tls: false });
+    expect(options).toMatchObject({
+      username: 'user',
+      password: 'p@ss',
+      commandTimeoutMs: 750,
+      driftFactor: 0.02,
+      nodeTimeoutMs: 40,
+      cluster: false,
+      tls: false,
+    });
     expect(Object.isFrozen(options)).toBe(true);
   });
 
   it('defaults: setnx, 127.0.0.1:6379, 2 s command deadline; several nodes outside redlock mean a Cluster', () => {
-    expect(resolveRedisOptions('redis://')).toMatchObject({ mode: 'setnx', nodes: [{ host: '127.0.0.1', port: 6379 }], commandTimeoutMs: 2_000 });
+    expect(resolveRedisOptions('redis://')).toMatchObject({
+      mode: 'setnx',
+      nodes: [{ host: '127.0.0.1', port: 6379 }],
+      commandTimeoutMs: 2_000,
+    });
     expect(resolveRedisOptions('rediss://h:1/3')).toMatchObject({ tls: true, db: 3, cluster: false });
     expect(resolveRedisOptions('redis://a:1,b:2,c:3').cluster).toBe(true);
     expect(resolveRedisOptions(undefined, { nodes: ['a:1'], cluster: true }).cluster).toBe(true);
@@ -34,7 +48,10 @@ describe('redis options', () => {
       ],
     });
     expect(resolveRedisOptions('redis://s1:26380?sentinel=main')).toMatchObject({ sentinel: 'main', nodes: [{ host: 's1', port: 26380 }] });
-    expect(resolveRedisOptions(undefined, { sentinel: 'main', sentinelPassword: 'x' })).toMatchObject({ nodes: [{ host: '127.0.0.1', port: 26379 }], sentinelPassword: 'x' });
+    expect(resolveRedisOptions(undefined, { sentinel: 'main', sentinelPassword: 'x' })).toMatchObject({
+      nodes: [{ host: '127.0.0.1', port: 26379 }],
+      sentinelPassword: 'x',
+    });
     expect(() => resolveRedisOptions('redis+sentinel://s1')).toThrow(InvalidArgumentError);
     expect(() => resolveRedisOptions('redis://s1?sentinel=main&mode=redlock')).toThrow(InvalidArgumentError);
     expect(() => resolveRedisOptions('redis://s1?sentinel=main&cluster=true')).toThrow(InvalidArgumentError);

@@ -26,13 +26,17 @@ describe.each(['setnx', 'hash-reentrant', 'getset'] as RedisMode[])('redis %s re
     const backend = opened.backend(server.url, { mode });
     const raw = opened.raw(server.url);
     const grants: Grant[] = [];
-    for (let index = 0; index < 200; index += 1) grants.push(await grantOf(backend, request(`many:${mode}:${index}`, 5_000, `owner-${index}`)));
+    for (let index = 0; index < 200; index += 1)
+      grants.push(await grantOf(backend, request(`many:${mode}:${index}`, 5_000, `owner-${index}`)));
     // One grant is no longer ours: its answer must be false, the others true.
     await raw.del(grants[7]!.key);
     await backend.renewMany(grants.slice(0, 2), [60_000, 60_000]); // warm: scripts loaded in the pipeline path
 
     const before = await readsProcessed(raw);
-    const results = await backend.renewMany(grants, grants.map(() => 60_000));
+    const results = await backend.renewMany(
+      grants,
+      grants.map(() => 60_000),
+    );
     const after = await readsProcessed(raw);
 
     expect(results.filter((result) => result)).toHaveLength(199);
@@ -48,7 +52,8 @@ describe.each(['setnx', 'hash-reentrant', 'getset'] as RedisMode[])('redis %s re
     const backend = opened.backend(server.url, { mode });
     const raw = opened.raw(server.url);
     const grants: Grant[] = [];
-    for (let index = 0; index < 20; index += 1) grants.push(await grantOf(backend, request(`one:${mode}:${index}`, 5_000, `owner-${index}`)));
+    for (let index = 0; index < 20; index += 1)
+      grants.push(await grantOf(backend, request(`one:${mode}:${index}`, 5_000, `owner-${index}`)));
     const before = await readsProcessed(raw);
     for (const grant of grants) expect(await backend.renew(grant, 60_000)).toBe(true);
     const after = await readsProcessed(raw);

@@ -91,7 +91,9 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    return this.attempt(request, false, Date.now() + this.options.operationTimeoutMs, undefined).then((grant) => (grant ? { acquired: true, grant } : { acquired: false }));
+    return this.attempt(request, false, Date.now() + this.options.operationTimeoutMs, undefined).then((grant) =>
+      grant ? { acquired: true, grant } : { acquired: false },
+    );
   }
 
   /** Native waiting: the wait is the recipe's predecessor watch. */
@@ -120,7 +122,10 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     return this.guard('elect', request.key, async () => {
       const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
       await this.abandoned.retry();
-      const run: RecipeRun = { ...this.recipeRun(client, request, Buffer.from(request.candidate, 'utf8')), nodeName: nodeNameOf(request.layout) };
+      const run: RecipeRun = {
+        ...this.recipeRun(client, request, Buffer.from(request.candidate, 'utf8')),
+        nodeName: nodeNameOf(request.layout),
+      };
       const ours = await runElectionRecipe(run, deadline, signal);
       if (ours === undefined) {
         await this.parents.schedule(run.lockPath);
@@ -151,7 +156,11 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     const key = grants[0]?.key ?? '';
     return this.guard('renew', key, async () => {
       const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, key);
-      return checkAll(client, grants.map((grant) => grant.token), Date.now() + this.options.operationTimeoutMs);
+      return checkAll(
+        client,
+        grants.map((grant) => grant.token),
+        Date.now() + this.options.operationTimeoutMs,
+      );
     });
   }
 
@@ -193,7 +202,12 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     await this.session.close();
   }
 
-  private async attempt(request: AcquireRequest, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+  private async attempt(
+    request: AcquireRequest,
+    wait: boolean,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Grant | undefined> {
     return this.guard('acquire', request.key, async () => {
       // Connecting has its own deadline (connectTimeoutMs), independent of how long we may wait for the lock.
       const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
@@ -211,9 +225,11 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
       };
       const kind = request.kind;
       const ours =
-        kind === undefined ? await runLockRecipe(run, wait, deadline, signal)
-        : kind.type === 'permit' ? await runSemaphoreRecipe(run, kind.permits, wait, deadline, signal)
-        : await runReadWriteRecipe(run, kind.type, kind.type === 'read' ? kind.downgradeOf?.token : undefined, wait, deadline, signal);
+        kind === undefined
+          ? await runLockRecipe(run, wait, deadline, signal)
+          : kind.type === 'permit'
+            ? await runSemaphoreRecipe(run, kind.permits, wait, deadline, signal)
+            : await runReadWriteRecipe(run, kind.type, kind.type === 'read' ? kind.downgradeOf?.token : undefined, wait, deadline, signal);
       const semaphorePath = kind?.type === 'permit' ? run.lockPath : undefined;
       if (ours === undefined) {
         if (semaphorePath !== undefined) await this.semaphores.schedule(semaphorePath);

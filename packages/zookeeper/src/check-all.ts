@@ -19,19 +19,29 @@ interface MultiResult {
 export async function checkAll(client: Client, paths: readonly string[], deadline: number): Promise<boolean[]> {
   const exists = new Array<boolean>(paths.length).fill(true);
   const chunks: Promise<void>[] = [];
-  for (let from = 0; from < paths.length; from += opsPerMulti) chunks.push(checkFrom(client, paths, from, Math.min(paths.length, from + opsPerMulti), exists, deadline));
+  for (let from = 0; from < paths.length; from += opsPerMulti)
+    chunks.push(checkFrom(client, paths, from, Math.min(paths.length, from + opsPerMulti), exists, deadline));
   await Promise.all(chunks);
   return exists;
 }
 
-async function checkFrom(client: Client, paths: readonly string[], from: number, to: number, exists: boolean[], deadline: number): Promise<void> {
+async function checkFrom(
+  client: Client,
+  paths: readonly string[],
+  from: number,
+  to: number,
+  exists: boolean[],
+  deadline: number,
+): Promise<void> {
   while (from < to) {
     const transaction = client.transaction();
     for (let i = from; i < to; i++) transaction.check(paths[i]!);
     const failedAt = await request<number>('multi check', deadline, (done) =>
       transaction.commit((error: unknown, results: readonly MultiResult[] | undefined) => {
         if (!error) return done(null, -1);
-        const index = (results ?? []).findIndex((r) => r.err !== undefined && r.err !== Exception.OK && r.err !== Exception.RUNTIME_INCONSISTENCY);
+        const index = (results ?? []).findIndex(
+          (r) => r.err !== undefined && r.err !== Exception.OK && r.err !== Exception.RUNTIME_INCONSISTENCY,
+        );
         // Only a missing node is an answer about that lock; anything else (connection loss) is the request's failure.
         if (index < 0 || errorCode(error) !== Exception.NO_NODE) return done(error);
         done(null, index);

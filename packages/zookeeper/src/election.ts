@@ -21,7 +21,11 @@ export function nodeNameOf(layout: string | undefined): string {
 }
 
 /** Waits to lead: our node, first, owned by our session; or undefined after a give-up (node deleted). */
-export async function runElectionRecipe(run: RecipeRun, deadline: number, signal: AbortSignal): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+export async function runElectionRecipe(
+  run: RecipeRun,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
   for (;;) {
     const ours = await runLockRecipe(run, true, deadline, signal);
     if (ours === undefined) return undefined;
@@ -32,7 +36,12 @@ export async function runElectionRecipe(run: RecipeRun, deadline: number, signal
 }
 
 /** The leader's participant id: the data of the first node by sequence (Curator getLeader()), or undefined. */
-export async function readLeader(client: Client, path: string, layout: string | undefined, operationTimeoutMs: number): Promise<string | undefined> {
+export async function readLeader(
+  client: Client,
+  path: string,
+  layout: string | undefined,
+  operationTimeoutMs: number,
+): Promise<string | undefined> {
   // A leader that leaves between the listing and the read: list again (bounded, the next one is there).
   for (let attempt = 0; attempt < 5; attempt += 1) {
     let children: string[];
@@ -45,7 +54,9 @@ export async function readLeader(client: Client, path: string, layout: string | 
     const first = contenders(children, nodeNameOf(layout))[0];
     if (first === undefined) return undefined;
     try {
-      const data = await request<Buffer | undefined>('getData', Date.now() + operationTimeoutMs, (done) => client.getData(`${path}/${first}`, (error, found) => done(error, found ?? undefined)));
+      const data = await request<Buffer | undefined>('getData', Date.now() + operationTimeoutMs, (done) =>
+        client.getData(`${path}/${first}`, (error, found) => done(error, found ?? undefined)),
+      );
       return data?.toString('utf8') ?? '';
     } catch (error) {
       if (!isNoNode(error)) throw error;

@@ -36,10 +36,14 @@ export class Heartbeat {
       this.inFlight = true;
       const sentAt = Date.now();
       // Answered within the period, or not at all as far as liveness goes.
-      stat(this.client, '/', sentAt + this.periodMs).then(
-        () => this.onAnswer(sentAt),
-        () => undefined,
-      ).finally(() => { this.inFlight = false; });
+      stat(this.client, '/', sentAt + this.periodMs)
+        .then(
+          () => this.onAnswer(sentAt),
+          () => undefined,
+        )
+        .finally(() => {
+          this.inFlight = false;
+        });
     }
     this.afterBeat();
   }

@@ -7,11 +7,15 @@ import type { RecipeHooks } from './recipe.js';
  * `zookeeper://host1:2181,host2:2181/base/path?sessionTimeoutMs=..` for createLockClient. Everything
  * is validated before any I/O; the session opens on first use.
  */
-export const zooKeeperBackendFactory: BackendFactory = ({ url, urlText, options }) => new ZooKeeperBackend(resolveZooKeeperOptions(urlText ?? url, options));
+export const zooKeeperBackendFactory: BackendFactory = ({ url, urlText, options }) =>
+  new ZooKeeperBackend(resolveZooKeeperOptions(urlText ?? url, options));
 
 /** A backend without going through createLockClient: `createLockClient({ backend: createZooKeeperBackend(...) })`. */
 export function createZooKeeperBackend(config: string | ZooKeeperBackendOptions, hooks?: RecipeHooks): ZooKeeperBackend {
-  const resolved = typeof config === 'string' ? resolveZooKeeperOptions(config) : resolveZooKeeperOptions(undefined, config as Readonly<Record<string, unknown>>);
+  const resolved =
+    typeof config === 'string'
+      ? resolveZooKeeperOptions(config)
+      : resolveZooKeeperOptions(undefined, config as Readonly<Record<string, unknown>>);
   return new ZooKeeperBackend(resolved, hooks);
 }
 

@@ -51,7 +51,15 @@ export async function createContenders(runs: readonly RecipeRun[], deadline: num
         const paths = await request<string[]>(
           'multi create',
           opDeadline(first),
-          (done) => transaction.commit((error: unknown, results: readonly CreateResult[] | undefined) => (error ? done(error) : done(null, (results ?? []).map((result) => result.path ?? '')))),
+          (done) =>
+            transaction.commit((error: unknown, results: readonly CreateResult[] | undefined) =>
+              error
+                ? done(error)
+                : done(
+                    null,
+                    (results ?? []).map((result) => result.path ?? ''),
+                  ),
+            ),
           late,
         );
         return [...finish(paths)!];
@@ -59,18 +67,24 @@ export async function createContenders(runs: readonly RecipeRun[], deadline: num
         lastError = error;
         if (isNoNode(error)) {
           // Some lock's parent does not exist yet: create them all, then retry the multi.
-          await Promise.all(runs.map((run) => mkdirp(run.client, run.lockPath, opDeadline(run)).catch((mkdirError: unknown) => {
-            if (!isInDoubt(mkdirError)) throw mkdirError;
-          })));
+          await Promise.all(
+            runs.map((run) =>
+              mkdirp(run.client, run.lockPath, opDeadline(run)).catch((mkdirError: unknown) => {
+                if (!isInDoubt(mkdirError)) throw mkdirError;
+              }),
+            ),
+          );
           continue;
         }
         if (!isInDoubt(error)) throw error;
         // All or nothing: if our node is under the first path, the multi was applied everywhere.
-        const found = await Promise.all(runs.map(async (run) => {
-          const children = await getChildren(run.client, run.lockPath, opDeadline(run)).catch(() => [] as string[]);
-          const ours = children.find((child) => isOurs(child, guid));
-          return ours === undefined ? undefined : `${run.lockPath}/${ours}`;
-        }));
+        const found = await Promise.all(
+          runs.map(async (run) => {
+            const children = await getChildren(run.client, run.lockPath, opDeadline(run)).catch(() => [] as string[]);
+            const ours = children.find((child) => isOurs(child, guid));
+            return ours === undefined ? undefined : `${run.lockPath}/${ours}`;
+          }),
+        );
         if (found.every((path) => path !== undefined)) return [...finish(found as string[])!];
       }
     }
@@ -85,7 +99,12 @@ export async function createContenders(runs: readonly RecipeRun[], deadline: num
  * each path in turn. Resolves with every node (path and stat), or undefined after a give-up, when
  * every node of ours has been deleted.
  */
-export async function runMultiLockRecipe(runs: readonly RecipeRun[], deadline: number, signal: AbortSignal, onQueued?: () => void): Promise<{ readonly path: string; readonly stat: Stat }[] | undefined> {
+export async function runMultiLockRecipe(
+  runs: readonly RecipeRun[],
+  deadline: number,
+  signal: AbortSignal,
+  onQueued?: () => void,
+): Promise<{ readonly path: string; readonly stat: Stat }[] | undefined> {
   for (;;) {
     const ours = await createContenders(runs, deadline);
     try {

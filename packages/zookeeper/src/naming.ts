@@ -26,7 +26,9 @@ const unsafe = /[\p{Cc}\ud800-\uf8ff\ufff0-\uffff\u{10000}-\u{10ffff}/%]/gu;
 export function encodeKey(key: string): string {
   if (key === '.') return '%2E';
   if (key === '..') return '%2E%2E';
-  return key.replace(unsafe, (character) => [...Buffer.from(character, 'utf8')].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
+  return key.replace(unsafe, (character) =>
+    [...Buffer.from(character, 'utf8')].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
 }
 
 export function lockPath(basePath: string, key: string): string {
@@ -56,7 +58,9 @@ export function sortKey(child: string, name = lockName): string {
 
 /** The lock's contenders, in order: children whose name contains `lock-` (or `latch-`), by sequence. */
 export function contenders(children: readonly string[], name = lockName): string[] {
-  return children.filter((child) => child.includes(name)).sort((a, b) => (sortKey(a, name) < sortKey(b, name) ? -1 : sortKey(a, name) > sortKey(b, name) ? 1 : 0));
+  return children
+    .filter((child) => child.includes(name))
+    .sort((a, b) => (sortKey(a, name) < sortKey(b, name) ? -1 : sortKey(a, name) > sortKey(b, name) ? 1 : 0));
 }
 
 export function baseName(path: string): string {

@@ -22,19 +22,28 @@ export function errorCode(error: unknown): number | undefined {
 export const isNoNode = (error: unknown): boolean => errorCode(error) === Exception.NO_NODE;
 export const isNodeExists = (error: unknown): boolean => errorCode(error) === Exception.NODE_EXISTS;
 /** Outcome unknown: the request may have been applied (CONNECTION_LOSS) or we stopped waiting. */
-export const isInDoubt = (error: unknown): boolean => errorCode(error) === Exception.CONNECTION_LOSS || error instanceof OperationTimeoutError;
+export const isInDoubt = (error: unknown): boolean =>
+  errorCode(error) === Exception.CONNECTION_LOSS || error instanceof OperationTimeoutError;
 
 /**
  * Runs one callback-style request, rejecting with OperationTimeoutError at `deadline`. `late` sees
  * the real outcome of a request that completed after we stopped waiting (to undo a late create).
  */
-export function request<T>(operation: string, deadline: number, start: (done: (error: unknown, value?: T) => void) => void, late?: (value: T) => void): Promise<T> {
+export function request<T>(
+  operation: string,
+  deadline: number,
+  start: (done: (error: unknown, value?: T) => void) => void,
+  late?: (value: T) => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      reject(new OperationTimeoutError(operation));
-    }, Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        settled = true;
+        reject(new OperationTimeoutError(operation));
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     start((error, value) => {
       if (settled) {
         if (!error && late) late(value as T);
@@ -48,7 +57,14 @@ export function request<T>(operation: string, deadline: number, start: (done: (e
   });
 }
 
-export function create(client: Client, path: string, data: Buffer, mode: number, deadline: number, late?: (path: string) => void): Promise<string> {
+export function create(
+  client: Client,
+  path: string,
+  data: Buffer,
+  mode: number,
+  deadline: number,
+  late?: (path: string) => void,
+): Promise<string> {
   return request<string>('create', deadline, (done) => client.create(path, data, mode, (error, created) => done(error, created)), late);
 }
 

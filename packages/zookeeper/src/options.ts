@@ -59,17 +59,40 @@ const defaultPort = 2181;
 const backend = 'zookeeper';
 
 /** `prefix` belongs to core (it prefixes keys before they reach us), so it is accepted and ignored. */
-const urlParameterNames: ReadonlySet<string> = new Set(['sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'lostOn', 'parentCleanupDelayMs', 'prefix']);
-const objectOptions: ReadonlySet<string> = new Set(['connectString', 'basePath', 'sessionTimeoutMs', 'connectTimeoutMs', 'operationTimeoutMs', 'lostOn', 'parentCleanupDelayMs', 'prefix', 'chroot']);
+const urlParameterNames: ReadonlySet<string> = new Set([
+  'sessionTimeoutMs',
+  'connectTimeoutMs',
+  'operationTimeoutMs',
+  'lostOn',
+  'parentCleanupDelayMs',
+  'prefix',
+]);
+const objectOptions: ReadonlySet<string> = new Set([
+  'connectString',
+  'basePath',
+  'sessionTimeoutMs',
+  'connectTimeoutMs',
+  'operationTimeoutMs',
+  'lostOn',
+  'parentCleanupDelayMs',
+  'prefix',
+  'chroot',
+]);
 
 /** Validates a ZooKeeper path: absolute, no empty, '.' or '..' segment, no trailing slash. */
 export function validateBasePath(path: string, name = 'basePath'): string {
-  const problem =
-    !path.startsWith('/') ? 'must start with "/"'
-    : path.length > 1 && path.endsWith('/') ? 'must not end with "/"'
-    : path.split('/').slice(1).some((segment) => segment === '' || segment === '.' || segment === '..') && path !== '/' ? 'has an empty, "." or ".." segment'
-    : /[\p{Cc}\ud800-\uf8ff\ufff0-\uffff]/u.test(path) ? 'contains a character ZooKeeper does not allow in paths'
-    : undefined;
+  const problem = !path.startsWith('/')
+    ? 'must start with "/"'
+    : path.length > 1 && path.endsWith('/')
+      ? 'must not end with "/"'
+      : path
+            .split('/')
+            .slice(1)
+            .some((segment) => segment === '' || segment === '.' || segment === '..') && path !== '/'
+        ? 'has an empty, "." or ".." segment'
+        : /[\p{Cc}\ud800-\uf8ff\ufff0-\uffff]/u.test(path)
+          ? 'contains a character ZooKeeper does not allow in paths'
+          : undefined;
   if (problem !== undefined) throw new InvalidArgumentError(name, `"${path}" ${problem}`, { backend });
   return path === '/' ? '' : path;
 }
@@ -87,7 +110,8 @@ function validateConnectString(text: string): string {
  */
 export function parseZooKeeperUrl(text: string): Record<string, unknown> {
   const url = splitBackendUrl(text, backend, ['zookeeper']);
-  if (url.username !== undefined || url.password !== undefined) throw new InvalidArgumentError('url', 'credentials in a zookeeper:// URL are not supported', { backend });
+  if (url.username !== undefined || url.password !== undefined)
+    throw new InvalidArgumentError('url', 'credentials in a zookeeper:// URL are not supported', { backend });
   if (url.hosts === '') throw new InvalidArgumentError('url', 'no host in the zookeeper:// URL', { backend });
   const result: Record<string, unknown> = { connectString: url.hosts, ...urlParameters(url.params, urlParameterNames, backend) };
   if (url.path !== '' && url.path !== '/') {
@@ -101,12 +125,16 @@ export function parseZooKeeperUrl(text: string): Record<string, unknown> {
 }
 
 /** Merges the URL and the object form (the object wins), validates everything, fills defaults. No I/O. */
-export function resolveZooKeeperOptions(url: string | URL | undefined, options: Readonly<Record<string, unknown>> = {}): ResolvedZooKeeperOptions {
+export function resolveZooKeeperOptions(
+  url: string | URL | undefined,
+  options: Readonly<Record<string, unknown>> = {},
+): ResolvedZooKeeperOptions {
   rejectUnknownNames('option', Object.keys(options), objectOptions, backend);
   const fromUrl = url === undefined ? {} : parseZooKeeperUrl(typeof url === 'string' ? url : url.href);
   const merged: Record<string, unknown> = { ...fromUrl, ...definedEntries(options) };
   const connectString = merged['connectString'];
-  if (typeof connectString !== 'string' || connectString === '') throw new InvalidArgumentError('connectString', 'give a zookeeper:// URL or a connectString option', { backend });
+  if (typeof connectString !== 'string' || connectString === '')
+    throw new InvalidArgumentError('connectString', 'give a zookeeper:// URL or a connectString option', { backend });
   const basePath = stringOption('basePath', merged['basePath'] ?? defaultBasePath, backend);
   const chroot = stringOption('chroot', merged['chroot'] ?? '/', backend);
   return Object.freeze({
@@ -116,6 +144,11 @@ export function resolveZooKeeperOptions(url: string | URL | undefined, options: 
     connectTimeoutMs: durationOption('connectTimeoutMs', merged['connectTimeoutMs'] ?? defaults.connectTimeoutMs, backend),
     operationTimeoutMs: durationOption('operationTimeoutMs', merged['operationTimeoutMs'] ?? defaults.operationTimeoutMs, backend),
     lostOn: choiceOption<ZooKeeperLostOn>('lostOn', merged['lostOn'] ?? 'expired', ['expired', 'suspended'], backend),
-    parentCleanupDelayMs: durationOption('parentCleanupDelayMs', merged['parentCleanupDelayMs'] ?? defaults.parentCleanupDelayMs, backend, 0),
+    parentCleanupDelayMs: durationOption(
+      'parentCleanupDelayMs',
+      merged['parentCleanupDelayMs'] ?? defaults.parentCleanupDelayMs,
+      backend,
+      0,
+    ),
   });
 }

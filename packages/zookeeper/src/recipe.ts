@@ -109,12 +109,18 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
 }
 
 /** Where our node stands: first (the lock is ours; `stat` carries its czxid), behind `predecessor`, or gone (session ended). */
-export type Position = { readonly kind: 'first'; readonly stat: Stat } | { readonly kind: 'behind'; readonly predecessor: string } | { readonly kind: 'gone' };
+export type Position =
+  | { readonly kind: 'first'; readonly stat: Stat }
+  | { readonly kind: 'behind'; readonly predecessor: string }
+  | { readonly kind: 'gone' };
 
 export async function position(run: RecipeRun, ours: string): Promise<Position> {
   // Both requests go out together (one round trip): the stat is wasted when we are not first, but
   // a holder needs its czxid (the fence) and would otherwise pay a round trip of its own for it.
-  const [children, own] = await Promise.all([getChildren(run.client, run.lockPath, opDeadline(run)), stat(run.client, ours, opDeadline(run))]);
+  const [children, own] = await Promise.all([
+    getChildren(run.client, run.lockPath, opDeadline(run)),
+    stat(run.client, ours, opDeadline(run)),
+  ]);
   const sorted = contenders(children, run.nodeName);
   const index = sorted.indexOf(baseName(ours));
   if (index < 0 || own === undefined) return { kind: 'gone' };
@@ -127,7 +133,13 @@ export async function position(run: RecipeRun, ours: string): Promise<Position> 
  * reason to give up. The server-side watch outlives a give-up until the predecessor changes
  * (node-zookeeper-client has no removeWatches); its callback is then a no-op.
  */
-export async function awaitPredecessor(run: RecipeRun, ours: string, predecessor: string, deadline: number, signal: AbortSignal): Promise<'changed' | GiveUp> {
+export async function awaitPredecessor(
+  run: RecipeRun,
+  ours: string,
+  predecessor: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<'changed' | GiveUp> {
   let fired!: () => void;
   const changed = new Promise<void>((resolve) => (fired = resolve));
   try {
@@ -168,7 +180,12 @@ export async function awaitPredecessor(run: RecipeRun, ours: string, predecessor
  * The whole recipe. `wait` false is tryAcquire: not first means busy, and our node goes at once.
  * Resolves with our node (path and stat) when it is first, or undefined after a give-up (node deleted).
  */
-export async function runLockRecipe(run: RecipeRun, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+export async function runLockRecipe(
+  run: RecipeRun,
+  wait: boolean,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
   const never = new AbortController().signal;
   for (;;) {
     const ours = await createContender(run, deadline);

@@ -41,7 +41,10 @@ export function readWriteContenders(children: readonly string[]): string[] {
 
 export type ReadWriteMode = 'read' | 'write';
 
-type Position = { readonly kind: 'holds'; readonly stat: Stat } | { readonly kind: 'behind'; readonly watch: string } | { readonly kind: 'gone' };
+type Position =
+  | { readonly kind: 'holds'; readonly stat: Stat }
+  | { readonly kind: 'behind'; readonly watch: string }
+  | { readonly kind: 'gone' };
 
 async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downgrade: boolean): Promise<Position> {
   const deadline = Date.now() + run.operationTimeoutMs;
@@ -51,7 +54,8 @@ async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downg
   if (index < 0 || own === undefined) return { kind: 'gone' };
   // The downgrade's read holds beside our own write hold (Curator: the write mutex is the current thread's).
   if (downgrade) return { kind: 'holds', stat: own };
-  if (mode === 'write') return index === 0 ? { kind: 'holds', stat: own } : { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
+  if (mode === 'write')
+    return index === 0 ? { kind: 'holds', stat: own } : { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
   for (let i = index - 1; i >= 0; i -= 1) {
     if (sorted[i]!.includes(writeMarker)) return { kind: 'behind', watch: `${run.lockPath}/${sorted[i]}` };
   }

@@ -22,7 +22,9 @@ export const leasesChild = 'leases';
 export const leaseName = 'lease-';
 
 function watchChildren(run: RecipeRun, path: string, watcher: (event: Event) => void): Promise<string[]> {
-  return request<string[]>('getChildren', Date.now() + run.operationTimeoutMs, (done) => run.client.getChildren(path, watcher, (error, children) => done(error, children)));
+  return request<string[]>('getChildren', Date.now() + run.operationTimeoutMs, (done) =>
+    run.client.getChildren(path, watcher, (error, children) => done(error, children)),
+  );
 }
 
 export async function runSemaphoreRecipe(
@@ -43,7 +45,10 @@ export async function runSemaphoreRecipe(
         for (;;) {
           let fired!: () => void;
           const changed = new Promise<void>((resolve) => (fired = resolve));
-          const [children, own] = await Promise.all([watchChildren(leasesRun, leasesRun.lockPath, () => fired()), stat(run.client, ours, Date.now() + run.operationTimeoutMs)]);
+          const [children, own] = await Promise.all([
+            watchChildren(leasesRun, leasesRun.lockPath, () => fired()),
+            stat(run.client, ours, Date.now() + run.operationTimeoutMs),
+          ]);
           if (own === undefined || !children.includes(baseName(ours))) break; // the session lost our node: a new one
           if (children.length <= permits) return { path: ours, stat: own };
           if (!wait || Date.now() >= deadline || signal?.aborted) {
@@ -70,7 +75,12 @@ export async function runSemaphoreRecipe(
 }
 
 /** The watch firing, or the reason to stop waiting for it (rejects when the session ends). */
-async function until(changed: Promise<void>, sessionEnded: AbortSignal, deadline: number, signal: AbortSignal | undefined): Promise<'changed' | GiveUp> {
+async function until(
+  changed: Promise<void>,
+  sessionEnded: AbortSignal,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<'changed' | GiveUp> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   let onEnded: (() => void) | undefined;

@@ -56,7 +56,8 @@ export class ZooKeeperSession {
 
   /** A connected client, or BackendUnavailableError after connectTimeoutMs (or at `deadline`). */
   async ready(deadline: number, key?: string): Promise<Client> {
-    if (this.closed) throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error('the backend is closed') });
+    if (this.closed)
+      throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error('the backend is closed') });
     const client = this.client ?? this.open();
     if (this.connected) return client;
     const until = Math.min(deadline, Date.now() + this.options.connectTimeoutMs);
@@ -74,7 +75,11 @@ export class ZooKeeperSession {
     // Never connected: stop the client's endless reconnect loop. A session that exists (locks may be
     // held on it) is kept: the client keeps trying until it reconnects or the session is given up.
     if (this.client === client && !this.everConnected) this.drop(client);
-    throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error(`no ZooKeeper session with ${this.options.connectString} within ${this.options.connectTimeoutMs} ms`) });
+    throw new BackendUnavailableError('connect', {
+      key,
+      backend: this.backendName,
+      cause: new Error(`no ZooKeeper session with ${this.options.connectString} within ${this.options.connectTimeoutMs} ms`),
+    });
   }
 
   /** Aborts when the session the last ready() returned ends. */
@@ -130,7 +135,12 @@ export class ZooKeeperSession {
     this.silent = false;
     this.heartbeat?.stop();
     // Only while locks are held (track starts it): an idle client needs no liveness of its own.
-    this.heartbeat = new Heartbeat(client, Math.max(50, Math.floor(this.options.sessionTimeoutMs / 3)), (sentAt) => this.heard(client, sentAt), () => this.checkSilence(client));
+    this.heartbeat = new Heartbeat(
+      client,
+      Math.max(50, Math.floor(this.options.sessionTimeoutMs / 3)),
+      (sentAt) => this.heard(client, sentAt),
+      () => this.checkSilence(client),
+    );
     client.on('state', (state: State) => this.onState(client, state));
     client.connect();
     return client;
@@ -170,12 +180,15 @@ export class ZooKeeperSession {
     // lastHeardAt is kept fresh by the heartbeat only while locks are held; without any, a waiter's
     // session keeps the old rule (a whole timeout from now) rather than be dropped on a stale time.
     const heardAt = this.held.size > 0 && this.lastHeardAt > 0 ? this.lastHeardAt : Date.now();
-    this.disconnectTimer = setTimeout(() => {
-      this.disconnectTimer = undefined;
-      if (this.client !== client || this.connected) return;
-      this.loseAll(`no answer from ZooKeeper for the whole session timeout (${timeoutMs} ms): the session has expired`);
-      this.drop(client);
-    }, Math.max(0, heardAt + timeoutMs - Date.now()));
+    this.disconnectTimer = setTimeout(
+      () => {
+        this.disconnectTimer = undefined;
+        if (this.client !== client || this.connected) return;
+        this.loseAll(`no answer from ZooKeeper for the whole session timeout (${timeoutMs} ms): the session has expired`);
+        this.drop(client);
+      },
+      Math.max(0, heardAt + timeoutMs - Date.now()),
+    );
   }
 
   private heard(client: Client, sentAt: number): void {
@@ -192,7 +205,10 @@ export class ZooKeeperSession {
     const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
     if (Date.now() - this.lastHeardAt <= (timeoutMs * 2) / 3) return;
     this.silent = true;
-    this.suspend(client, `no answer from ZooKeeper for 2/3 of the session timeout (${timeoutMs} ms): the connection is treated as lost (SUSPENDED)`);
+    this.suspend(
+      client,
+      `no answer from ZooKeeper for 2/3 of the session timeout (${timeoutMs} ms): the connection is treated as lost (SUSPENDED)`,
+    );
   }
 
   private loseAll(reason: string): void {

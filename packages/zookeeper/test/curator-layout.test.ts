@@ -64,11 +64,19 @@ describe('read-write lock, Curator InterProcessReadWriteLock layout', () => {
   it('a Curator writer\u2019s node keeps Deadbolt readers and writers out; a Curator reader\u2019s node shares with readers only', async () => {
     const locks = client();
     const rw = locks.readWriteLock('shared');
-    const writer = await createNode(raw, `${base}/shared/_c_00000000-0000-0000-0000-000000000001-__WRIT__`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    const writer = await createNode(
+      raw,
+      `${base}/shared/_c_00000000-0000-0000-0000-000000000001-__WRIT__`,
+      zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+    );
     expect(await rw.read.tryAcquire()).toBeNull();
     expect(await rw.write.tryAcquire()).toBeNull();
     await removeNode(raw, writer);
-    const reader = await createNode(raw, `${base}/shared/_c_00000000-0000-0000-0000-000000000002-__READ__`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    const reader = await createNode(
+      raw,
+      `${base}/shared/_c_00000000-0000-0000-0000-000000000002-__READ__`,
+      zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+    );
     const read = await rw.read.tryAcquire();
     expect(read).not.toBeNull();
     expect(await rw.write.tryAcquire()).toBeNull();
@@ -102,7 +110,14 @@ describe('semaphore, Curator InterProcessSemaphoreV2 layout', () => {
   it('counts a Curator process\u2019s lease nodes: with 2 of 3 permits taken by Curator, Deadbolt gets exactly one', async () => {
     const [a, b] = [client(), client()];
     const foreign = [];
-    for (const id of ['01', '02']) foreign.push(await createNode(raw, `${base}/mixed/leases/_c_00000000-0000-0000-0000-0000000000${id}-lease-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL));
+    for (const id of ['01', '02'])
+      foreign.push(
+        await createNode(
+          raw,
+          `${base}/mixed/leases/_c_00000000-0000-0000-0000-0000000000${id}-lease-`,
+          zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+        ),
+      );
     const sem = (c: LockClient) => c.semaphore('mixed', { permits: 3 });
     const mine = await sem(a).tryAcquire();
     expect(mine).not.toBeNull();

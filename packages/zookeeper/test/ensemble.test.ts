@@ -11,7 +11,10 @@ const base = '/deadbolt/ensemble-test';
 
 function backend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): ZooKeeperBackend {
   // A session timeout well above an election's length: the new leader renews sessions, we must not give up first.
-  const created = createZooKeeperBackend(`${ensemble.url}${base}?sessionTimeoutMs=12000&connectTimeoutMs=3000&operationTimeoutMs=2000`, hooks);
+  const created = createZooKeeperBackend(
+    `${ensemble.url}${base}?sessionTimeoutMs=12000&connectTimeoutMs=3000&operationTimeoutMs=2000`,
+    hooks,
+  );
   backends.push(created);
   return created;
 }
@@ -36,7 +39,9 @@ describe('zookeeper on a 3-node ensemble', () => {
     const queued = counter(1);
     const waiterBackend = backend({ onWatch: () => queued.hit() });
     let waiterGot: Grant | undefined;
-    const waiting = waiterBackend.acquire(request('leader-loss', 'waiter'), Date.now() + 120_000, new AbortController().signal).then((grant) => (waiterGot = grant));
+    const waiting = waiterBackend
+      .acquire(request('leader-loss', 'waiter'), Date.now() + 120_000, new AbortController().signal)
+      .then((grant) => (waiterGot = grant));
     await queued.done;
 
     const leader: ServerHandle = await ensemble.leader();
@@ -76,7 +81,9 @@ describe('zookeeper on a 3-node ensemble', () => {
   });
 
   it('majority loss: acquire fails with a typed error within the deadline; the holder is told once its session must have expired', async () => {
-    const holderBackend = createZooKeeperBackend(`${ensemble.url}${base}?sessionTimeoutMs=6000&connectTimeoutMs=2000&operationTimeoutMs=2000`);
+    const holderBackend = createZooKeeperBackend(
+      `${ensemble.url}${base}?sessionTimeoutMs=6000&connectTimeoutMs=2000&operationTimeoutMs=2000`,
+    );
     backends.push(holderBackend);
     const holding = request('majority', 'holder');
     expect((await holderBackend.tryAcquire(holding)).acquired).toBe(true);
@@ -86,7 +93,9 @@ describe('zookeeper on a 3-node ensemble', () => {
     const followers = ensemble.members.filter((member) => member !== leader);
     await Promise.all([leader.down(), followers[0]!.down()]);
     const downAt = Date.now();
-    await expect(other.acquire(request('majority-2', 'other'), Date.now() + 1_000, new AbortController().signal)).rejects.toBeInstanceOf(BackendUnavailableError);
+    await expect(other.acquire(request('majority-2', 'other'), Date.now() + 1_000, new AbortController().signal)).rejects.toBeInstanceOf(
+      BackendUnavailableError,
+    );
     const failedAfterMs = Date.now() - downAt;
     expect(failedAfterMs).toBeLessThan(2_000 + 3_000 + 3_000);
     const lost = await holding.lostOnce;

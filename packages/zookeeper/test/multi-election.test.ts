@@ -26,7 +26,9 @@ function zxidOf(buffer: Buffer): number {
 }
 
 function dataOf(from: Client, path: string): Promise<string> {
-  return new Promise((resolve, reject) => from.getData(path, (error, data) => (error ? reject(error) : resolve(data?.toString('utf8') ?? ''))));
+  return new Promise((resolve, reject) =>
+    from.getData(path, (error, data) => (error ? reject(error) : resolve(data?.toString('utf8') ?? ''))),
+  );
 }
 
 /** A node as a Curator process would create it (protected, sequential, ephemeral). */
@@ -34,7 +36,9 @@ function createRaw(from: Client, prefix: string, data: string): Promise<string> 
   return new Promise((resolve, reject) =>
     from.mkdirp(prefix.slice(0, prefix.lastIndexOf('/')), (mkdirError) => {
       if (mkdirError) return reject(mkdirError);
-      from.create(prefix, Buffer.from(data, 'utf8'), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (error, created) => (error ? reject(error) : resolve(created)));
+      from.create(prefix, Buffer.from(data, 'utf8'), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (error, created) =>
+        error ? reject(error) : resolve(created),
+      );
     }),
   );
 }

@@ -5,7 +5,12 @@ import { encodeKey, lockPath, contenders, resolveZooKeeperOptions } from '../src
 describe('zookeeper options (no I/O)', () => {
   it('parses a host list, base path and query parameters; prefix is left to core', () => {
     const options = resolveZooKeeperOptions('zookeeper://a:2181,b:2182,c/base/path?sessionTimeoutMs=4000&connectTimeoutMs=300&prefix=x');
-    expect(options).toMatchObject({ connectString: 'a:2181,b:2182,c:2181', basePath: '/base/path', sessionTimeoutMs: 4000, connectTimeoutMs: 300 });
+    expect(options).toMatchObject({
+      connectString: 'a:2181,b:2182,c:2181',
+      basePath: '/base/path',
+      sessionTimeoutMs: 4000,
+      connectTimeoutMs: 300,
+    });
     expect(resolveZooKeeperOptions('zookeeper://a:1').basePath).toBe('/deadbolt/locks');
     expect(resolveZooKeeperOptions('zookeeper://a:1', { chroot: '/apps/billing' }).basePath).toBe('/apps/billing/deadbolt/locks');
     expect(resolveZooKeeperOptions('zookeeper://a:1/', { basePath: '/' }).basePath).toBe('');
@@ -14,7 +19,16 @@ describe('zookeeper options (no I/O)', () => {
   });
 
   it('rejects unknown parameters, bad numbers, bad paths and unknown object options', () => {
-    for (const bad of ['zookeeper://a:1?bogus=1', 'zookeeper://a:1?sessionTimeoutMs=-5', 'zookeeper://a:1?parentCleanupDelayMs=-1', 'zookeeper://a:1?parentCleanupDelayMs=1.5', 'zookeeper://a:1/x//y', 'zookeeper://a:99999', 'zookeeper://', 'zookeeper://u:p@a:1']) {
+    for (const bad of [
+      'zookeeper://a:1?bogus=1',
+      'zookeeper://a:1?sessionTimeoutMs=-5',
+      'zookeeper://a:1?parentCleanupDelayMs=-1',
+      'zookeeper://a:1?parentCleanupDelayMs=1.5',
+      'zookeeper://a:1/x//y',
+      'zookeeper://a:99999',
+      'zookeeper://',
+      'zookeeper://u:p@a:1',
+    ]) {
       expect(() => resolveZooKeeperOptions(bad), bad).toThrow(InvalidArgumentError);
     }
     expect(() => resolveZooKeeperOptions(undefined, { connectString: 'a:1', nope: 1 })).toThrow(InvalidArgumentError);

@@ -15,7 +15,10 @@ const proxies: TcpProxy[] = [];
 
 function backend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): ZooKeeperBackend {
   // parentCleanupDelayMs=0: these cases check that an emptied parent is gone right after the release.
-  const created = createZooKeeperBackend(`${server.url}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000&parentCleanupDelayMs=0`, hooks);
+  const created = createZooKeeperBackend(
+    `${server.url}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000&parentCleanupDelayMs=0`,
+    hooks,
+  );
   backends.push(created);
   return created;
 }
@@ -40,7 +43,9 @@ afterAll(async () => {
 describe('zookeeper lock recipe (standalone server)', () => {
   it("names nodes exactly as Curator's protected InterProcessMutex: <base>/<key>/_c_<uuid>-lock-NNNNNNNNNN", async () => {
     const grant = await grantOf(backend(), 'naming');
-    expect(grant.token).toMatch(new RegExp(`^${base}/naming/_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\\d{10}$`));
+    expect(grant.token).toMatch(
+      new RegExp(`^${base}/naming/_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\\d{10}$`),
+    );
     expect(await children(raw, `${base}/naming`)).toEqual([grant.token.slice(grant.token.lastIndexOf('/') + 1)]);
     await backends.at(-1)!.release(grant);
   });
@@ -54,7 +59,11 @@ describe('zookeeper lock recipe (standalone server)', () => {
   it('excludes a Curator-style contender on the same path, and vice versa', async () => {
     const ours = backend();
     // What Curator's InterProcessMutex creates (protection mode): an ephemeral sequential `_c_<uuid>-lock-`.
-    const curatorNode = await createNode(raw, `${base}/interop/_c_6f1c1d2e-0000-4000-8000-000000000000-lock-`, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    const curatorNode = await createNode(
+      raw,
+      `${base}/interop/_c_6f1c1d2e-0000-4000-8000-000000000000-lock-`,
+      zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+    );
     expect((await ours.tryAcquire(request('interop'))).acquired).toBe(false);
     // tryAcquire's busy answer removed our node again: only Curator's is left.
     expect(await children(raw, `${base}/interop`)).toEqual([curatorNode.slice(curatorNode.lastIndexOf('/') + 1)]);
@@ -94,7 +103,8 @@ describe('zookeeper lock recipe (standalone server)', () => {
     // Every waiter watches a different node, and that node is the one just below its own.
     const nodes = (await children(raw, `${base}/herd`)).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
     expect(nodes).toHaveLength(11);
-    for (let index = 1; index < nodes.length; index += 1) expect(watched.get(`${base}/herd/${nodes[index]}`)).toBe(`${base}/herd/${nodes[index - 1]}`);
+    for (let index = 1; index < nodes.length; index += 1)
+      expect(watched.get(`${base}/herd/${nodes[index]}`)).toBe(`${base}/herd/${nodes[index - 1]}`);
     expect(new Set(watched.values()).size).toBe(10);
     // The server agrees: 10 watches on 10 different paths (a herd would be 10 watches on 1 path).
     const wchs = await exchange(server.host, server.port, 'wchs', () => false, 2_000);
@@ -217,10 +227,15 @@ async function killSession(target: ZooKeeperBackend, proxy: TcpProxy): Promise<v
 }
 
 /** A backend whose connection goes through a proxy (to be cut by killSession). */
-async function proxiedBackend(hooks?: Parameters<typeof createZooKeeperBackend>[1]): Promise<{ backend: ZooKeeperBackend; proxy: TcpProxy }> {
+async function proxiedBackend(
+  hooks?: Parameters<typeof createZooKeeperBackend>[1],
+): Promise<{ backend: ZooKeeperBackend; proxy: TcpProxy }> {
   const proxy = await startProxy(server.host, server.port);
   proxies.push(proxy);
-  const created = createZooKeeperBackend(`zookeeper://127.0.0.1:${proxy.port}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000`, hooks);
+  const created = createZooKeeperBackend(
+    `zookeeper://127.0.0.1:${proxy.port}${base}?sessionTimeoutMs=4000&connectTimeoutMs=2000&operationTimeoutMs=2000`,
+    hooks,
+  );
   backends.push(created);
   return { backend: created, proxy };
 }
@@ -285,7 +300,6 @@ describe('zookeeper session expiry', () => {
     await holderBackend.release(holder);
   });
 
-
   it('a real session EXPIRED (forced as Curator KillSession does) fires onLost for every held lock, once', async () => {
     const { backend: holderBackend, proxy } = await proxiedBackend();
     const first = request('expiry-a');
@@ -313,7 +327,9 @@ describe('zookeeper faults (own standalone server)', () => {
   afterAll(() => faulty?.stop());
 
   it('a dead server: BackendUnavailableError within the deadline; the holder loses its lock when the session must have expired', async () => {
-    const holderBackend = createZooKeeperBackend(`${faulty.url}${base}?sessionTimeoutMs=3000&connectTimeoutMs=1500&operationTimeoutMs=1500`);
+    const holderBackend = createZooKeeperBackend(
+      `${faulty.url}${base}?sessionTimeoutMs=3000&connectTimeoutMs=1500&operationTimeoutMs=1500`,
+    );
     try {
       const holding = request('dead');
       const result = await holderBackend.tryAcquire(holding);

@@ -8,7 +8,10 @@ export interface LostReport {
 }
 
 /** An AcquireRequest whose onLost calls land in `lost` and wake `lostOnce`. */
-export function request(key: string, owner = 'owner-1'): AcquireRequest & { readonly lost: LostReport[]; readonly lostOnce: Promise<LostReport> } {
+export function request(
+  key: string,
+  owner = 'owner-1',
+): AcquireRequest & { readonly lost: LostReport[]; readonly lostOnce: Promise<LostReport> } {
   const lost: LostReport[] = [];
   let notify!: (report: LostReport) => void;
   const lostOnce = new Promise<LostReport>((resolve) => (notify = resolve));

@@ -37,7 +37,10 @@ export function findServerBinaries(env: NodeJS.ProcessEnv = process.env): Server
   return {
     redisServer: pick(given('DEADBOLT_REDIS_SERVER', executable), () => onPath('redis-server', env)),
     memcached: pick(given('DEADBOLT_MEMCACHED', executable), () => onPath('memcached', env)),
-    postgresBin: pick(given('DEADBOLT_PG_BIN', (dir) => executable(join(dir, 'initdb')) && executable(join(dir, 'postgres'))), postgresBinDir),
+    postgresBin: pick(
+      given('DEADBOLT_PG_BIN', (dir) => executable(join(dir, 'initdb')) && executable(join(dir, 'postgres'))),
+      postgresBinDir,
+    ),
     java: pick(given('DEADBOLT_JAVA', executable), () => onPath('java', env)),
     zooKeeperJar: pick(given('DEADBOLT_ZOOKEEPER_JAR', existsSync), () =>
       existsSync('/usr/share/java/zookeeper.jar') ? '/usr/share/java/zookeeper.jar' : undefined,
@@ -70,7 +73,9 @@ function postgresBinDir(): string | undefined {
   const majors = readdirSync(root)
     .filter((name) => /^\d+$/.test(name))
     .sort((a, b) => Number(b) - Number(a));
-  return majors.map((major) => join(root, major, 'bin')).find((bin) => executable(join(bin, 'initdb')) && executable(join(bin, 'postgres')));
+  return majors
+    .map((major) => join(root, major, 'bin'))
+    .find((bin) => executable(join(bin, 'initdb')) && executable(join(bin, 'postgres')));
 }
 
 function onPath(command: string, env: NodeJS.ProcessEnv): string | undefined {

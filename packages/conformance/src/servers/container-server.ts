@@ -1,4 +1,10 @@
-import { GenericContainer, getContainerRuntimeClient, type StartedNetwork, type StartedTestContainer, type WaitStrategy } from 'testcontainers';
+import {
+  GenericContainer,
+  getContainerRuntimeClient,
+  type StartedNetwork,
+  type StartedTestContainer,
+  type WaitStrategy,
+} from 'testcontainers';
 import { trackContainer, untrackContainer } from './exit-cleanup.js';
 import { freePort } from './ports.js';
 import { waitUntilReady } from './ready.js';

@@ -25,7 +25,21 @@ export async function memcachedCommandCount(host: string, port: number): Promise
   const reply = await exchange(host, port, 'stats\r\n', (r) => r.includes('END\r\n'), 2_000);
   if (typeof reply !== 'object') throw new Error(`memcached at ${host}:${port} did not answer stats`);
   const stats = new Map([...reply.toString('latin1').matchAll(/^STAT (\S+) (\d+)\r$/gm)].map((m) => [m[1]!, Number(m[2])]));
-  const counted = ['cmd_get', 'cmd_set', 'cmd_touch', 'cmd_flush', 'delete_hits', 'delete_misses', 'incr_hits', 'incr_misses', 'decr_hits', 'decr_misses', 'cas_hits', 'cas_misses', 'cas_badval'];
+  const counted = [
+    'cmd_get',
+    'cmd_set',
+    'cmd_touch',
+    'cmd_flush',
+    'delete_hits',
+    'delete_misses',
+    'incr_hits',
+    'incr_misses',
+    'decr_hits',
+    'decr_misses',
+    'cas_hits',
+    'cas_misses',
+    'cas_badval',
+  ];
   return counted.reduce((sum, name) => sum + (stats.get(name) ?? 0), 0);
 }
 

@@ -24,6 +24,15 @@ export { chooseServerProvider, decideServerProvider, serverProvider, type Provid
 export { prepareServers } from './setup.js';
 export { findServerBinaries, missingPackages, type ServerBinaries } from './binaries.js';
 export { reapOrphans, type ReapReport } from './orphans.js';
-export { exchange, probeMemcached, probePostgres, probeRedis, probeZooKeeper, redisCommand, zooKeeperMode, zooKeeperSrvr } from './probes.js';
+export {
+  exchange,
+  probeMemcached,
+  probePostgres,
+  probeRedis,
+  probeZooKeeper,
+  redisCommand,
+  zooKeeperMode,
+  zooKeeperSrvr,
+} from './probes.js';
 export { freePort } from './ports.js';
 export { memcachedCommandCount, redisCommandCount, redisKillClients, zooKeeperPacketsReceived } from './counters.js';

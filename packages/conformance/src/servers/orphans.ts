@@ -42,7 +42,9 @@ async function reapContainers(): Promise<number> {
     return 0;
   }
   const orphans = listed.filter((container) => !alive(Number(container.Labels?.['deadbolt.owner-pid'] ?? 0)));
-  await Promise.all(orphans.map((container) => dockerRequest(endpoint, 'DELETE', `/containers/${container.Id}?force=1&v=1`, 20_000).catch(() => undefined)));
+  await Promise.all(
+    orphans.map((container) => dockerRequest(endpoint, 'DELETE', `/containers/${container.Id}?force=1&v=1`, 20_000).catch(() => undefined)),
+  );
   return orphans.length;
 }
 

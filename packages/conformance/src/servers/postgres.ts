@@ -31,7 +31,8 @@ const serverSettings = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c',
  */
 export async function startPostgres(options?: StartOptions): Promise<PostgresServerHandle> {
   const readyTimeoutMs = options?.readyTimeoutMs ?? defaultReadyMs;
-  const server = (await chooseProvider(options)) === 'container' ? await containerPostgres(readyTimeoutMs) : await processPostgres(readyTimeoutMs);
+  const server =
+    (await chooseProvider(options)) === 'container' ? await containerPostgres(readyTimeoutMs) : await processPostgres(readyTimeoutMs);
   return withCredentials(server);
 }
 
@@ -67,13 +68,24 @@ async function processPostgres(readyTimeoutMs: number): Promise<ServerHandle> {
   let account: { uid: number; gid: number } | undefined;
   if (process.getuid?.() === 0) {
     account = systemUser('postgres');
-    if (account === undefined) throw new Error('running as root, the process provider needs the `postgres` account (apt-get install -y postgresql creates it)');
+    if (account === undefined)
+      throw new Error('running as root, the process provider needs the `postgres` account (apt-get install -y postgresql creates it)');
     chownSync(dir, account.uid, account.gid);
   }
   const server = new ProcessServer({
     kind: 'postgres',
     command: join(bin, 'postgres'),
-    args: ['-D', join(dir, 'data'), '-p', String(port), '-c', `listen_addresses=${host}`, '-c', `unix_socket_directories=${dir}`, ...serverSettings],
+    args: [
+      '-D',
+      join(dir, 'data'),
+      '-p',
+      String(port),
+      '-c',
+      `listen_addresses=${host}`,
+      '-c',
+      `unix_socket_directories=${dir}`,
+      ...serverSettings,
+    ],
     host,
     port,
     url: url(host, port),
@@ -100,7 +112,19 @@ async function initdb(bin: string, dir: string, account: { uid: number; gid: num
   if (account !== undefined) chownSync(passwordFile, account.uid, account.gid);
   const logPath = join(dir, 'initdb.log');
   const log = openSync(logPath, 'a');
-  const args = ['-D', join(dir, 'data'), '-U', user, `--pwfile=${passwordFile}`, '--auth-local=trust', '--auth-host=scram-sha-256', '--no-sync', '-E', 'UTF8', '--locale=C'];
+  const args = [
+    '-D',
+    join(dir, 'data'),
+    '-U',
+    user,
+    `--pwfile=${passwordFile}`,
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    '--no-sync',
+    '-E',
+    'UTF8',
+    '--locale=C',
+  ];
   try {
     const code = await new Promise<number | string>((resolve) => {
       const child = spawn(join(bin, 'initdb'), args, { cwd: dir, stdio: ['ignore', log, log], ...(account ?? {}) });

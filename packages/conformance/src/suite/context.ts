@@ -159,11 +159,7 @@ let caseCounter = 0;
  * Runs one case with a fresh context and closes every client the case made, also when it fails.
  * Tests (e.g. the mutant tests) call it directly.
  */
-export async function runCase<S extends ServerLike>(
-  testCase: ConformanceCase,
-  options: ConformanceOptions<S>,
-  server?: S,
-): Promise<void> {
+export async function runCase<S extends ServerLike>(testCase: ConformanceCase, options: ConformanceOptions<S>, server?: S): Promise<void> {
   const resolved = resolveOptions(options);
   caseCounter += 1;
   const prefix = `dbc-${runId}-${caseCounter}:`;

@@ -35,7 +35,9 @@ export const crowdOnOneKey: ConformanceCase = {
       }),
     );
     const failed = outcomes.filter((outcome) => outcome.status === 'rejected') as PromiseRejectedResult[];
-    console.info(`[deadbolt conformance] ${ctx.name}: ${count} waiters on one key served in ${Date.now() - start} ms (${releaseFailures} failed releases)`);
+    console.info(
+      `[deadbolt conformance] ${ctx.name}: ${count} waiters on one key served in ${Date.now() - start} ms (${releaseFailures} failed releases)`,
+    );
     assert(failed.length === 0, `${failed.length} of ${count} waiters failed within ${waitMs} ms, e.g. ${String(failed[0]?.reason)}`);
     assert(served === count, `served ${served} of ${count}`);
     assert(overlaps === 0, `${overlaps} overlaps`);

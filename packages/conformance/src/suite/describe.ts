@@ -41,7 +41,9 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
 export function describeLockConformance<S extends ServerLike>(options: ConformanceOptions<S>): void {
   if (options.capabilities === undefined) {
     // Skips are decided at collection time, before any server starts: the caller must say up front.
-    throw new TypeError(`describeLockConformance(${options.name}): options.capabilities is required (e.g. the backend's exported capabilities)`);
+    throw new TypeError(
+      `describeLockConformance(${options.name}): options.capabilities is required (e.g. the backend's exported capabilities)`,
+    );
   }
   const resolved = resolveOptions(options);
   describe(`deadbolt conformance: ${options.name}`, () => {

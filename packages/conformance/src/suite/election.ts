@@ -38,7 +38,9 @@ export const electionOneLeader: ConformanceCase = {
   requires: needsElection,
   async run(ctx) {
     const intervals: Interval[] = [];
-    const elections = Array.from({ length: PARTICIPANTS }, (_, i) => ctx.client().elect('leader', { id: `p${i}`, ttlMs: Math.max(ctx.ttlMs, 5_000) }));
+    const elections = Array.from({ length: PARTICIPANTS }, (_, i) =>
+      ctx.client().elect('leader', { id: `p${i}`, ttlMs: Math.max(ctx.ttlMs, 5_000) }),
+    );
     const campaign = Promise.all(
       elections.map(async (election) => {
         for await (const term of election) {
@@ -57,7 +59,10 @@ export const electionOneLeader: ConformanceCase = {
     const sorted = [...intervals].sort((a, b) => a.start - b.start);
     for (let i = 1; i < sorted.length; i += 1) {
       const [before, after] = [sorted[i - 1]!, sorted[i]!];
-      assert(after.start >= before.end, `two leaders at once: ${after.id} (term ${after.term}) began ${(before.end - after.start).toFixed(1)} ms before ${before.id} (term ${before.term}) ended`);
+      assert(
+        after.start >= before.end,
+        `two leaders at once: ${after.id} (term ${after.term}) began ${(before.end - after.start).toFixed(1)} ms before ${before.id} (term ${before.term}) ended`,
+      );
       assert(after.term > before.term, `terms not increasing: ${before.id} had ${before.term}, then ${after.id} had ${after.term}`);
     }
   },
@@ -126,7 +131,9 @@ export const electionKilledLeader: ConformanceCase = {
     const killedAt = Date.now();
     await ctx.kill(clientA);
     const second = await within(bNext, ctx.killBoundMs, `b replacing the killed leader (bound ${ctx.killBoundMs} ms)`);
-    console.info(`[deadbolt conformance] ${ctx.name}: killed leader replaced after ${Date.now() - killedAt} ms (bound ${ctx.killBoundMs} ms)`);
+    console.info(
+      `[deadbolt conformance] ${ctx.name}: killed leader replaced after ${Date.now() - killedAt} ms (bound ${ctx.killBoundMs} ms)`,
+    );
     assert(second.done !== true, 'b ended without a term');
     assert(second.value.term > first.term.term, `term ${second.value.term} after ${first.term.term}`);
     await aborted(first.term.signal, ctx.killBoundMs);
@@ -134,4 +141,9 @@ export const electionKilledLeader: ConformanceCase = {
   },
 };
 
-export const electionCases: readonly ConformanceCase[] = [electionOneLeader, electionTermsIncrease, electionResignHandOff, electionKilledLeader];
+export const electionCases: readonly ConformanceCase[] = [
+  electionOneLeader,
+  electionTermsIncrease,
+  electionResignHandOff,
+  electionKilledLeader,
+];

@@ -32,7 +32,11 @@ function hooks(ctx: CaseContext): FairHooks {
 }
 
 /** Starts `client.acquire(key)` and resolves once the server has queued it ('contended'). */
-async function queued(client: LockClient, key: string, options: { waitMs?: number; signal?: AbortSignal; ttlMs?: number } = {}): Promise<{ lock: Promise<Lock> }> {
+async function queued(
+  client: LockClient,
+  key: string,
+  options: { waitMs?: number; signal?: AbortSignal; ttlMs?: number } = {},
+): Promise<{ lock: Promise<Lock> }> {
   const contended = new Promise<void>((resolve) => client.once('contended', () => resolve()));
   const lock = client.acquire(key, { waitMs: 30_000, ...options });
   lock.catch(() => undefined);
@@ -82,7 +86,10 @@ export const noBarging: ConformanceCase = {
     await ctx.kill(waiterClient);
     await aborted(holder.signal, ctx.ttlMs * 3 + 5_000); // the holder's lease ran out locally...
     await delay(200); // ...and on the server, whose lease started later: the key is free
-    assert(Date.now() - queuedAt < waiterLeaseMs - 200, `too slow to test inside the waiter lease (${Date.now() - queuedAt} ms of ${waiterLeaseMs})`);
+    assert(
+      Date.now() - queuedAt < waiterLeaseMs - 200,
+      `too slow to test inside the waiter lease (${Date.now() - queuedAt} ms of ${waiterLeaseMs})`,
+    );
     const barged = await other.tryAcquire('k');
     assert(barged === null, 'tryAcquire took a free key while a live waiter was queued ahead of it');
     // Once the dead waiter's lease (and the claim granted to it) ran out, the key is free again.
@@ -157,8 +164,13 @@ export const killedWaiterAtHead: ConformanceCase = {
     await holder.release(); // granted in place to the dead head: it must not idle for the dead one's ttl
     const lock = await within(next, waiterLeaseMs + SLACK_MS + 5_000, 'the next owner');
     const delay = Date.now() - killedAt;
-    console.info(`[deadbolt conformance] ${ctx.name}: next owner ${delay} ms after the head waiter's kill (bound ${waiterLeaseMs} + ${SLACK_MS} ms)`);
-    assert(delay <= waiterLeaseMs + SLACK_MS, `the next owner waited ${delay} ms after the kill; bound ${waiterLeaseMs} ms + ${SLACK_MS} ms slack`);
+    console.info(
+      `[deadbolt conformance] ${ctx.name}: next owner ${delay} ms after the head waiter's kill (bound ${waiterLeaseMs} + ${SLACK_MS} ms)`,
+    );
+    assert(
+      delay <= waiterLeaseMs + SLACK_MS,
+      `the next owner waited ${delay} ms after the kill; bound ${waiterLeaseMs} ms + ${SLACK_MS} ms slack`,
+    );
     await lock.release();
   },
 };
@@ -182,8 +194,13 @@ export const lostGrantMessage: ConformanceCase = {
     await holder.release();
     const held = await within(lock, recheckBoundMs + RECHECK_SLACK_MS + 5_000, 'the waiter without its message');
     const took = Date.now() - releasedAt;
-    console.info(`[deadbolt conformance] ${ctx.name}: grant found without its message after ${took} ms (bound ${recheckBoundMs} + ${RECHECK_SLACK_MS} ms)`);
-    assert(took <= recheckBoundMs + RECHECK_SLACK_MS, `found its grant after ${took} ms; bound ${recheckBoundMs} ms + ${RECHECK_SLACK_MS} ms slack`);
+    console.info(
+      `[deadbolt conformance] ${ctx.name}: grant found without its message after ${took} ms (bound ${recheckBoundMs} + ${RECHECK_SLACK_MS} ms)`,
+    );
+    assert(
+      took <= recheckBoundMs + RECHECK_SLACK_MS,
+      `found its grant after ${took} ms; bound ${recheckBoundMs} ms + ${RECHECK_SLACK_MS} ms slack`,
+    );
     assert(held.held, 'the late-found lock is not held');
     await held.release();
   },
@@ -203,7 +220,10 @@ export const crashedHolderReplaced: ConformanceCase = {
     const held = await within(lock, ttlMs + recheckBoundMs + SLACK_MS + 5_000, 'the head waiter');
     const took = Date.now() - acquiredAt;
     console.info(`[deadbolt conformance] ${ctx.name}: crashed holder replaced ${took} ms after its acquire (ttl ${ttlMs} ms)`);
-    assert(took <= ttlMs + recheckBoundMs + SLACK_MS, `the waiter got the lock ${took} ms after the crashed holder's acquire; bound ttl ${ttlMs} + ${recheckBoundMs} + ${SLACK_MS} ms`);
+    assert(
+      took <= ttlMs + recheckBoundMs + SLACK_MS,
+      `the waiter got the lock ${took} ms after the crashed holder's acquire; bound ttl ${ttlMs} + ${recheckBoundMs} + ${SLACK_MS} ms`,
+    );
     await held.release();
   },
 };
@@ -232,4 +252,12 @@ export const fencesAcrossHandOffs: ConformanceCase = {
   },
 };
 
-export const fairCases: readonly ConformanceCase[] = [fifoOrder, noBarging, giveUpLeavesNothing, killedWaiterAtHead, lostGrantMessage, crashedHolderReplaced, fencesAcrossHandOffs];
+export const fairCases: readonly ConformanceCase[] = [
+  fifoOrder,
+  noBarging,
+  giveUpLeavesNothing,
+  killedWaiterAtHead,
+  lostGrantMessage,
+  crashedHolderReplaced,
+  fencesAcrossHandOffs,
+];

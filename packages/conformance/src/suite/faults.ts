@@ -12,15 +12,30 @@ export const serverRestart: ConformanceCase = {
     const lock = await holder.acquire('k', { ttlMs: Math.max(ctx.ttlMs, 2_000), autoRenew: false });
     await ctx.fault('restart');
     // The old lock either survived or renew says it is lost, always with a typed error.
-    const renewed = await within(lock.renew().then(() => undefined, (error: unknown) => error), DEADLINE_MS, 'renew after restart');
+    const renewed = await within(
+      lock.renew().then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+      DEADLINE_MS,
+      'renew after restart',
+    );
     assert(renewed === undefined || renewed instanceof DeadboltError, `renew after restart failed untyped: ${String(renewed)}`);
-    await within(lock.release().catch(() => undefined), DEADLINE_MS, 'release after restart');
+    await within(
+      lock.release().catch(() => undefined),
+      DEADLINE_MS,
+      'release after restart',
+    );
     const later = ctx.client();
-    const ok = await waitUntil(async () => {
-      const got = await later.acquire('k2', { waitMs: 1_000 }).catch(() => null);
-      if (got) await got.release();
-      return got !== null;
-    }, DEADLINE_MS, 200);
+    const ok = await waitUntil(
+      async () => {
+        const got = await later.acquire('k2', { waitMs: 1_000 }).catch(() => null);
+        if (got) await got.release();
+        return got !== null;
+      },
+      DEADLINE_MS,
+      200,
+    );
     assert(ok, `no acquire worked within ${DEADLINE_MS} ms after restart`);
   },
 };
@@ -36,7 +51,10 @@ export const serverPaused: ConformanceCase = {
     try {
       const waitMs = 2_000;
       const error = await within(rejection(client.acquire('k', { waitMs })), waitMs + 5_000, 'acquire on a paused server');
-      assert(error instanceof BackendUnavailableError || error instanceof LockTimeoutError, `expected BackendUnavailableError or LockTimeoutError, got ${String(error)}`);
+      assert(
+        error instanceof BackendUnavailableError || error instanceof LockTimeoutError,
+        `expected BackendUnavailableError or LockTimeoutError, got ${String(error)}`,
+      );
     } finally {
       await ctx.fault('resume');
     }

@@ -2,7 +2,6 @@ import type { ConformanceCase } from './context.js';
 import { handleCount } from './handles.js';
 import { assert, waitUntil } from './util.js';
 
-
 export const closeLeavesNothing: ConformanceCase = {
   title: 'close() leaves no open sockets or timers (handle count)',
   async run(ctx) {

@@ -22,7 +22,10 @@ export const badInput: ConformanceCase = {
     const bad: [string, () => Promise<unknown>][] = [
       ['empty key', () => client.acquire('')],
       ['non-string key', () => client.acquire(42 as unknown as string)],
-      ...[0, -1, Number.NaN, 1.5].map((ttlMs): [string, () => Promise<unknown>] => [`ttlMs ${ttlMs}`, () => client.acquire('k', { ttlMs })]),
+      ...[0, -1, Number.NaN, 1.5].map((ttlMs): [string, () => Promise<unknown>] => [
+        `ttlMs ${ttlMs}`,
+        () => client.acquire('k', { ttlMs }),
+      ]),
       ['waitMs -1', () => client.acquire('k', { waitMs: -1 })],
       ['unknown option', () => client.acquire('k', { colour: 'red' } as unknown as AcquireOptions)],
     ];
@@ -73,11 +76,18 @@ export const prefixesIsolate: ConformanceCase = {
 /** A primitive the backend does not declare: a typed refusal that names who has it, no hang, nothing held. */
 export const unsupportedPrimitive: ConformanceCase = {
   title: 'a read-write lock or semaphore the backend lacks rejects with UnsupportedOperationError naming the backends that have it',
-  requires: (o) => (o.capabilities.readWrite === true && o.capabilities.semaphore === true ? 'the backend offers both read-write locks and semaphores' : undefined),
+  requires: (o) =>
+    o.capabilities.readWrite === true && o.capabilities.semaphore === true
+      ? 'the backend offers both read-write locks and semaphores'
+      : undefined,
   async run(ctx) {
     const client = ctx.client();
     const calls: [string, () => Promise<unknown>][] = [];
-    if (ctx.capabilities.readWrite !== true) calls.push(['readWriteLock().read.acquire', () => client.readWriteLock('k').read.acquire()], ['readWriteLock().write.tryAcquire', () => client.readWriteLock('k').write.tryAcquire()]);
+    if (ctx.capabilities.readWrite !== true)
+      calls.push(
+        ['readWriteLock().read.acquire', () => client.readWriteLock('k').read.acquire()],
+        ['readWriteLock().write.tryAcquire', () => client.readWriteLock('k').write.tryAcquire()],
+      );
     if (ctx.capabilities.semaphore !== true) calls.push(['semaphore().acquire', () => client.semaphore('k', { permits: 2 }).acquire()]);
     for (const [what, call] of calls) {
       const error = await rejection(call());

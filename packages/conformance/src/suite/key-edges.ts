@@ -48,7 +48,9 @@ export const badInputSendsNothing: ConformanceCase = {
       ['1 MB owner', () => client.acquire('k', { owner: 'o'.repeat(1 << 20), waitMs: 0 })],
       ['key over maxKeyBytes', () => client.acquire('x'.repeat(caps.maxKeyBytes + 1), { waitMs: 0 })],
       ['unknown option', () => client.acquire('k', { colour: 'red' } as unknown as AcquireOptions)],
-      ...(caps.minTtlMs > 1 ? [['ttl below minTtlMs', () => client.acquire('k', { ttlMs: caps.minTtlMs - 1, waitMs: 0 })] as [string, () => Promise<unknown>]] : []),
+      ...(caps.minTtlMs > 1
+        ? [['ttl below minTtlMs', () => client.acquire('k', { ttlMs: caps.minTtlMs - 1, waitMs: 0 })] as [string, () => Promise<unknown>]]
+        : []),
     ];
     // What asking costs by itself (INFO is a command too): two counts back to back.
     const probeCost = -((await ctx.commandCount()) - (await ctx.commandCount()));

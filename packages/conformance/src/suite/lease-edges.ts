@@ -35,16 +35,21 @@ export const fractionalExpiry: ConformanceCase = {
       const answeredAt = Date.now() - start;
       // An answer after the ttl may come from an attempt the server ran after the expiry: no verdict then.
       if (early !== null && answeredAt < ttlMs) throw new Error(`another client took the key at ${answeredAt} ms of a ${ttlMs} ms lease`);
-      if (early !== null) console.info(`[deadbolt conformance] ${ctx.name}: the late-lease attempt was answered only at ${answeredAt} ms, no verdict`);
+      if (early !== null)
+        console.info(`[deadbolt conformance] ${ctx.name}: the late-lease attempt was answered only at ${answeredAt} ms, no verdict`);
       await early?.release();
     } else {
       console.info(`[deadbolt conformance] ${ctx.name}: acquire took ${Date.now() - start} ms, late-lease check not reachable`);
     }
     let taken: Awaited<ReturnType<typeof other.tryAcquire>> = null;
-    const freed = await waitUntil(async () => {
-      taken = await other.tryAcquire('k', { ttlMs: 30_000, autoRenew: false });
-      return taken !== null;
-    }, start + ttlMs + slackMs - Date.now(), 10);
+    const freed = await waitUntil(
+      async () => {
+        taken = await other.tryAcquire('k', { ttlMs: 30_000, autoRenew: false });
+        return taken !== null;
+      },
+      start + ttlMs + slackMs - Date.now(),
+      10,
+    );
     assert(freed, `still busy ${Date.now() - start} ms after acquiring a ${ttlMs} ms lease (bound ttl + ${slackMs} ms)`);
     await lock.release();
     await (taken as { release(): Promise<void> } | null)?.release();
@@ -71,11 +76,14 @@ export const staleHandleSameOwner: ConformanceCase = {
     const [client, other] = [ctx.client(), ctx.client()];
     const owner = 'one-owner';
     const old = await client.acquire('k', { ttlMs: ctx.ttlMs, autoRenew: false, owner });
-    const gone = await waitUntil(async () => {
-      const probe = await other.tryAcquire('k');
-      await probe?.release();
-      return probe !== null;
-    }, ctx.ttlMs * 2 + ctx.capabilities.minTtlMs + 2_000);
+    const gone = await waitUntil(
+      async () => {
+        const probe = await other.tryAcquire('k');
+        await probe?.release();
+        return probe !== null;
+      },
+      ctx.ttlMs * 2 + ctx.capabilities.minTtlMs + 2_000,
+    );
     assert(gone, 'the first lease never expired');
     const fresh = await client.acquire('k', { ttlMs: 30_000, autoRenew: false, owner, waitMs: 5_000 });
     const renewed = await rejection(old.renew());
@@ -114,10 +122,18 @@ export const batchRenewal: ConformanceCase = {
     // A wait, so that a slow answer (redlock's node timeout is a fifth of the ttl) is retried, not fatal.
     const locks = await Promise.all(keys.map((key) => holder.acquire(key, { ttlMs: ctx.ttlMs, autoRenew: true, waitMs: 5_000 })));
     const outcomes = await Promise.all(keys.map((key) => rejection(contender.acquire(key, { waitMs: ctx.ttlMs * 3 }))));
-    outcomes.forEach((error, i) => assert(error instanceof LockTimeoutError, `contender on ${keys[i]} got ${String(error)} instead of LockTimeoutError`));
+    outcomes.forEach((error, i) =>
+      assert(error instanceof LockTimeoutError, `contender on ${keys[i]} got ${String(error)} instead of LockTimeoutError`),
+    );
     locks.forEach((lock) => assert(lock.held, `${lock.key} not held after 3x ttl`));
     await Promise.all(locks.map((lock) => lock.release()));
   },
 };
 
-export const leaseEdgeCases: readonly ConformanceCase[] = [fractionalExpiry, fencesAcrossExpiry, staleHandleSameOwner, heldAfterPause, batchRenewal];
+export const leaseEdgeCases: readonly ConformanceCase[] = [
+  fractionalExpiry,
+  fencesAcrossExpiry,
+  staleHandleSameOwner,
+  heldAfterPause,
+  batchRenewal,
+];

@@ -19,10 +19,13 @@ export const expiry: ConformanceCase = {
     await delay(ctx.ttlMs / 2 - (Date.now() - start));
     assert((await other.tryAcquire('k')) === null, `another client took the key at ttl/2 (${Date.now() - start} ms)`);
     let taken: Awaited<ReturnType<typeof other.tryAcquire>> = null;
-    const freed = await waitUntil(async () => {
-      taken = await other.tryAcquire('k');
-      return taken !== null;
-    }, ctx.ttlMs + TOLERANCE_MS + granule(ctx.capabilities.minTtlMs) - (Date.now() - start));
+    const freed = await waitUntil(
+      async () => {
+        taken = await other.tryAcquire('k');
+        return taken !== null;
+      },
+      ctx.ttlMs + TOLERANCE_MS + granule(ctx.capabilities.minTtlMs) - (Date.now() - start),
+    );
     assert(freed, `still busy after ttl + ${TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)} ms`);
     assert(Date.now() - start >= ctx.ttlMs / 2, 'freed before ttl/2');
     await lock.release();
@@ -106,4 +109,11 @@ export const renewAfterPause: ConformanceCase = {
   },
 };
 
-export const leaseCases: readonly ConformanceCase[] = [expiry, autoRenewKeeps, manualRenewKeeps, lostLease, renewAfterLoss, renewAfterPause];
+export const leaseCases: readonly ConformanceCase[] = [
+  expiry,
+  autoRenewKeeps,
+  manualRenewKeeps,
+  lostLease,
+  renewAfterLoss,
+  renewAfterPause,
+];

@@ -7,13 +7,17 @@ import { assert, rejection, waitUntil } from './util.js';
 /** Several clients opened and closed with locks held, and what they print. */
 
 export const severalClientsClose: ConformanceCase = {
-  title: 'three clients closed with locks held: each close leaves no timer or socket, and their handles end (held false, release no-op, renew typed)',
+  title:
+    'three clients closed with locks held: each close leaves no timer or socket, and their handles end (held false, release no-op, renew typed)',
   async run(ctx) {
     for (let i = 0; i < 3; i += 1) {
       // Per client: the runner's and earlier cases' resources are in `before` too.
       const before = handleCount();
       const client = ctx.client();
-      const locks: Lock[] = [await client.acquire(`a${i}`, { autoRenew: true }), await client.acquire(`b${i}`, { autoRenew: false, ttlMs: 30_000 })];
+      const locks: Lock[] = [
+        await client.acquire(`a${i}`, { autoRenew: true }),
+        await client.acquire(`b${i}`, { autoRenew: false, ttlMs: 30_000 }),
+      ];
       await client.close();
       for (const lock of locks) {
         assert(!lock.held, `${lock.key}: held after close()`);
@@ -23,7 +27,10 @@ export const severalClientsClose: ConformanceCase = {
         assert(renewError instanceof DeadboltError, `${lock.key}: renew after close() gave ${String(renewError)}`);
       }
       const settled = await waitUntil(() => handleCount() <= before, 2_000, 20);
-      assert(settled, `client ${i}: handles ${handleCount()} after close, ${before} before it was opened: ${process.getActiveResourcesInfo().join(', ')}`);
+      assert(
+        settled,
+        `client ${i}: handles ${handleCount()} after close, ${before} before it was opened: ${process.getActiveResourcesInfo().join(', ')}`,
+      );
     }
     const other = ctx.client();
     for (const key of ['a0', 'b1', 'a2']) {
@@ -51,7 +58,10 @@ export const credentialScan: ConformanceCase = {
     const scan = (label: string, values: Record<string, unknown>): void => {
       for (const [name, value] of Object.entries(values)) {
         for (const text of printed(value)) {
-          assert(!text.includes(secret) && !text.includes(encodeURIComponent(secret)), `${label}: printing the ${name} shows the credential`);
+          assert(
+            !text.includes(secret) && !text.includes(encodeURIComponent(secret)),
+            `${label}: printing the ${name} shows the credential`,
+          );
         }
       }
     };

@@ -88,7 +88,8 @@ export const multiExcludesSingle: ConformanceCase = {
     const [multi, single, other] = [ctx.client(), ctx.client(), ctx.client()];
     const all = await multi.acquireAll(['x', 'y'], { ttlMs: 30_000 });
     assert(all.held && all.keys.length === 2, 'acquireAll did not report two held keys');
-    if (ctx.capabilities.fencing) assert(typeof all.fences.get('x') === 'number' && typeof all.fences.get('y') === 'number', 'a fenced backend gave no fence per key');
+    if (ctx.capabilities.fencing)
+      assert(typeof all.fences.get('x') === 'number' && typeof all.fences.get('y') === 'number', 'a fenced backend gave no fence per key');
     for (const key of ['x', 'y']) assert((await single.tryAcquire(key)) === null, `a single-key lock took "${key}" from a multi-lock`);
     const z = await single.acquire('z', { ttlMs: 30_000 });
     const error = await rejection(other.acquireAll(['w', 'z'], { waitMs: 300 }));

@@ -39,7 +39,13 @@ export function track(promise: Promise<Lock>): Pending {
 export async function queued(client: LockClient, acquire: () => Promise<Lock>): Promise<Pending> {
   const contended = contention(client);
   const pending = track(acquire());
-  await Promise.race([contended, pending.promise.then(() => undefined, () => undefined)]);
+  await Promise.race([
+    contended,
+    pending.promise.then(
+      () => undefined,
+      () => undefined,
+    ),
+  ]);
   return pending;
 }
 
@@ -60,7 +66,8 @@ export class Occupancy {
 
   enter(mode: 'read' | 'write' | 'permit'): void {
     if (mode === 'write') {
-      if (this.readers + this.writers > 0) this.violations.push(`a writer entered beside ${this.readers} reader(s) and ${this.writers} writer(s)`);
+      if (this.readers + this.writers > 0)
+        this.violations.push(`a writer entered beside ${this.readers} reader(s) and ${this.writers} writer(s)`);
       this.writers += 1;
     } else if (mode === 'read') {
       if (this.writers > 0) this.violations.push(`a reader entered beside ${this.writers} writer(s)`);
@@ -92,7 +99,10 @@ export function needsCrash(options: Pick<ResolvedOptions, 'capabilities' | 'kill
  * the client's session after the grant. Resolves with the hold and how long the server may take
  * to free it from now.
  */
-export async function crashedHold(ctx: CaseContext, acquire: (client: LockClient, options: AcquireOptions) => Promise<Lock>): Promise<{ lock: Lock; freedWithinMs: number }> {
+export async function crashedHold(
+  ctx: CaseContext,
+  acquire: (client: LockClient, options: AcquireOptions) => Promise<Lock>,
+): Promise<{ lock: Lock; freedWithinMs: number }> {
   const client = ctx.client();
   if (ctx.capabilities.lease === 'ttl') {
     const lock = await acquire(client, { waitMs: 10_000, ttlMs: ctx.ttlMs, autoRenew: false });

@@ -8,8 +8,12 @@ import { assert, rejection, waitUntil, within } from './util.js';
  * either way), Curator's downgrade and refused upgrade, crashes and aborts. Each case is a few
  * seconds at most on a real server; every one has a mutant in test/mutants.test.ts.
  */
-const needsReadWrite = (o: ResolvedOptions): string | undefined => (o.capabilities.readWrite === true ? undefined : 'capabilities.readWrite is not true');
-const both = (...checks: ((o: ResolvedOptions) => string | undefined)[]) => (o: ResolvedOptions) => checks.map((check) => check(o)).find((reason) => reason !== undefined);
+const needsReadWrite = (o: ResolvedOptions): string | undefined =>
+  o.capabilities.readWrite === true ? undefined : 'capabilities.readWrite is not true';
+const both =
+  (...checks: ((o: ResolvedOptions) => string | undefined)[]) =>
+  (o: ResolvedOptions) =>
+    checks.map((check) => check(o)).find((reason) => reason !== undefined);
 
 const KEY = 'rw';
 const rw = (client: LockClient) => client.readWriteLock(KEY);
@@ -22,7 +26,10 @@ export const readersShare: ConformanceCase = {
   async run(ctx) {
     const [a, b, c, writer] = [ctx.client(), ctx.client(), ctx.client(), ctx.client()];
     const reads = await Promise.all([a, b, c].map((client) => rw(client).read.tryAcquire()));
-    assert(reads.every((lock) => lock !== null), `only ${reads.filter(Boolean).length} of 3 readers got the lock at once`);
+    assert(
+      reads.every((lock) => lock !== null),
+      `only ${reads.filter(Boolean).length} of 3 readers got the lock at once`,
+    );
     assert((await rw(writer).write.tryAcquire()) === null, 'a writer got in beside 3 readers');
     await reads[0]!.release();
     await reads[1]!.release();
@@ -83,7 +90,9 @@ export const noWriterStarvation: ConformanceCase = {
     })();
     await delay(120);
     const started = Date.now();
-    const write = await rw(writer).write.acquire({ waitMs: 5_000 }).catch((error: unknown) => error);
+    const write = await rw(writer)
+      .write.acquire({ waitMs: 5_000 })
+      .catch((error: unknown) => error);
     stop = true;
     await stream;
     assert(!(write instanceof Error), `the writer starved for ${Date.now() - started} ms under a stream of readers: ${String(write)}`);
@@ -105,8 +114,15 @@ export const queuedReadersTogether: ConformanceCase = {
     }
     assert(!waiting.some((pending) => pending.settled()), 'a reader got in beside the writer');
     await write.release();
-    const reads = await within(Promise.all(waiting.map((pending) => pending.promise)), ctx.handOffBoundMs * 4, 'the 3 queued readers, admitted together');
-    assert(reads.every((lock) => lock.held), 'an admitted reader is not held');
+    const reads = await within(
+      Promise.all(waiting.map((pending) => pending.promise)),
+      ctx.handOffBoundMs * 4,
+      'the 3 queued readers, admitted together',
+    );
+    assert(
+      reads.every((lock) => lock.held),
+      'an admitted reader is not held',
+    );
     await Promise.all(reads.map((lock) => lock.release()));
   },
 };
@@ -119,7 +135,10 @@ export const fifoAcrossModes: ConformanceCase = {
     const order: string[] = [];
     const r1 = await rw(c1).read.acquire();
     const w1 = await queued(c2, () => rw(c2).write.acquire({ waitMs: WAIT_MS }));
-    void w1.promise.then(() => order.push('W1'), () => order.push('W1 failed'));
+    void w1.promise.then(
+      () => order.push('W1'),
+      () => order.push('W1 failed'),
+    );
     // 'contended' may come from a failed attempt made before the writer joins the server's queue
     // (PostgreSQL tries once, then waits): probe until a new reader is refused, i.e. W1 is queued.
     // A backend that lets readers pass a queued writer never refuses one, and fails here.
@@ -130,7 +149,10 @@ export const fifoAcrossModes: ConformanceCase = {
     }, 5_000);
     assert(writerQueued, 'a new reader was still admitted 5 s after W1 queued behind R1: readers pass a waiting writer');
     const r2 = await queued(c3, () => rw(c3).read.acquire({ waitMs: WAIT_MS }));
-    void r2.promise.then(() => order.push('R2'), () => order.push('R2 failed'));
+    void r2.promise.then(
+      () => order.push('R2'),
+      () => order.push('R2 failed'),
+    );
     await r1.release();
     const w = await within(w1.promise, ctx.handOffBoundMs * 4, 'W1 after R1 released');
     await delay(0);
@@ -151,7 +173,11 @@ export const downgrade: ConformanceCase = {
     let next: ReturnType<typeof track> | undefined;
     await lock.write.withLock(async () => {
       next = await queued(other, () => rw(other).write.acquire({ waitMs: WAIT_MS }));
-      read = await within(lock.read.acquire({ waitMs: 3_000 }), 4_000, 'the downgrade read (it must not queue behind the waiting writer)').catch((error: unknown) => {
+      read = await within(
+        lock.read.acquire({ waitMs: 3_000 }),
+        4_000,
+        'the downgrade read (it must not queue behind the waiting writer)',
+      ).catch((error: unknown) => {
         throw new Error(`downgrade failed: ${String(error)}`);
       });
     });
@@ -190,7 +216,11 @@ export const crashedReader: ConformanceCase = {
     await delay(crashed.freedWithinMs);
     assert(!next.settled(), 'the writer got in while the live reader still held: the crash freed more than its own hold');
     await kept.release();
-    const write = await within(next.promise, ctx.handOffBoundMs * 4, 'the writer once the live reader left (the crashed reader must be gone by now)');
+    const write = await within(
+      next.promise,
+      ctx.handOffBoundMs * 4,
+      'the writer once the live reader left (the crashed reader must be gone by now)',
+    );
     await write.release();
   },
 };
@@ -210,7 +240,8 @@ export async function chaos(ctx: CaseContext, what: 'rw' | 'semaphore', permits 
   const clients = Array.from({ length: 4 }, () => ctx.client());
   const crashes = ctx.capabilities.lease === 'ttl' || ctx.canKill ? 3 : 0;
   let freedWithinMs = 0;
-  const side = (client: LockClient, roll: number) => (what === 'rw' ? rw(client)[roll < 0.3 ? 'write' : 'read'] : client.semaphore(KEY, { permits }));
+  const side = (client: LockClient, roll: number) =>
+    what === 'rw' ? rw(client)[roll < 0.3 ? 'write' : 'read'] : client.semaphore(KEY, { permits });
   const perWorker = Math.ceil(ctx.chaosOperations / clients.length);
   let crashesLeft = crashes;
   const crashEvery = Math.max(1, Math.floor(perWorker / (crashes + 1)));
@@ -221,7 +252,9 @@ export async function chaos(ctx: CaseContext, what: 'rw' | 'semaphore', permits 
         const target = side(client, random());
         if (worker === 0 && crashesLeft > 0 && (op + 1) % crashEvery === 0) {
           crashesLeft -= 1;
-          const crashed = await crashedHold(ctx, (other, options) => side(other, random()).acquire({ ...options, waitMs: 1_000 })).catch(() => undefined);
+          const crashed = await crashedHold(ctx, (other, options) => side(other, random()).acquire({ ...options, waitMs: 1_000 })).catch(
+            () => undefined,
+          );
           if (crashed) freedWithinMs = Math.max(freedWithinMs, crashed.freedWithinMs);
           continue;
         }

@@ -8,8 +8,12 @@ import { assert, within } from './util.js';
  * Counting semaphores (capabilities.semaphore): the limit holds, is reachable, a release admits
  * exactly one waiter, a crash returns its permit, and aborts leave nothing behind.
  */
-const needsSemaphore = (o: ResolvedOptions): string | undefined => (o.capabilities.semaphore === true ? undefined : 'capabilities.semaphore is not true');
-const both = (...checks: ((o: ResolvedOptions) => string | undefined)[]) => (o: ResolvedOptions) => checks.map((check) => check(o)).find((reason) => reason !== undefined);
+const needsSemaphore = (o: ResolvedOptions): string | undefined =>
+  o.capabilities.semaphore === true ? undefined : 'capabilities.semaphore is not true';
+const both =
+  (...checks: ((o: ResolvedOptions) => string | undefined)[]) =>
+  (o: ResolvedOptions) =>
+    checks.map((check) => check(o)).find((reason) => reason !== undefined);
 
 const KEY = 'sem';
 const PERMITS = 3;
@@ -23,7 +27,10 @@ export const allPermitsAtOnce: ConformanceCase = {
     const clients = Array.from({ length: PERMITS + 1 }, () => ctx.client());
     const held: (Lock | null)[] = [];
     for (const client of clients.slice(0, PERMITS)) held.push(await sem(client).tryAcquire());
-    assert(held.every((lock) => lock !== null), `only ${held.filter(Boolean).length} of ${PERMITS} permits could be held at once`);
+    assert(
+      held.every((lock) => lock !== null),
+      `only ${held.filter(Boolean).length} of ${PERMITS} permits could be held at once`,
+    );
     const extra = clients[PERMITS]!;
     assert((await sem(extra).tryAcquire()) === null, `a permit beyond ${PERMITS} was granted`);
     await held[0]!.release();
@@ -76,14 +83,19 @@ export const oneReleaseOneWaiter: ConformanceCase = {
     await holders[1]!.release();
     await within(
       (async () => {
-        while (waiters.filter((waiter) => waiter.settled()).length < 2) await Promise.race(waiters.filter((waiter) => !waiter.settled()).map((waiter) => waiter.promise));
+        while (waiters.filter((waiter) => waiter.settled()).length < 2)
+          await Promise.race(waiters.filter((waiter) => !waiter.settled()).map((waiter) => waiter.promise));
       })(),
       ctx.handOffBoundMs * 4,
       'a second waiter after a second release',
     );
     const granted = await Promise.all(waiters.filter((waiter) => waiter.settled()).map((waiter) => waiter.promise));
     await Promise.all([...granted, holders[2]!].map((lock) => lock.release()));
-    const last = await within(waiters.find((waiter) => !granted.includes(waiter.lock()!))!.promise, ctx.handOffBoundMs * 4, 'the last waiter');
+    const last = await within(
+      waiters.find((waiter) => !granted.includes(waiter.lock()!))!.promise,
+      ctx.handOffBoundMs * 4,
+      'the last waiter',
+    );
     await last.release();
   },
 };
@@ -98,7 +110,10 @@ export const crashedPermitReturns: ConformanceCase = {
     const next = await queued(waiter, () => sem(waiter).acquire({ waitMs: WAIT_MS + crashed.freedWithinMs }));
     const started = Date.now();
     const permit = await within(next.promise, crashed.freedWithinMs + ctx.handOffBoundMs * 4, 'the permit of the crashed holder');
-    assert(live.every((lock) => lock.held), `a live holder lost its permit when the crashed one's returned (after ${Date.now() - started} ms)`);
+    assert(
+      live.every((lock) => lock.held),
+      `a live holder lost its permit when the crashed one's returned (after ${Date.now() - started} ms)`,
+    );
     const extra = await sem(ctx.client()).tryAcquire();
     assert(extra === null, 'more than the crashed permit came back');
     await Promise.all([permit, ...live].map((lock) => lock.release()));
@@ -113,4 +128,10 @@ export const semaphoreChaos: ConformanceCase = {
   },
 };
 
-export const semaphoreCases: readonly ConformanceCase[] = [allPermitsAtOnce, neverMoreThanPermits, oneReleaseOneWaiter, crashedPermitReturns, semaphoreChaos];
+export const semaphoreCases: readonly ConformanceCase[] = [
+  allPermitsAtOnce,
+  neverMoreThanPermits,
+  oneReleaseOneWaiter,
+  crashedPermitReturns,
+  semaphoreChaos,
+];

@@ -20,9 +20,15 @@ export const frozenServerAcquire: ConformanceCase = {
     await ctx.fault('pause');
     try {
       const start = Date.now();
-      const error = await within(rejection(client.acquire('k', { waitMs, ttlMs: 30_000 })), waitMs + CALL_BOUND_MS, 'acquire on a frozen server');
+      const error = await within(
+        rejection(client.acquire('k', { waitMs, ttlMs: 30_000 })),
+        waitMs + CALL_BOUND_MS,
+        'acquire on a frozen server',
+      );
       assert(error instanceof BackendUnavailableError || error instanceof LockTimeoutError, `expected a typed error, got ${String(error)}`);
-      console.info(`[deadbolt conformance] ${ctx.name}: acquire on a frozen server settled after ${Date.now() - start} ms (waitMs ${waitMs})`);
+      console.info(
+        `[deadbolt conformance] ${ctx.name}: acquire on a frozen server settled after ${Date.now() - start} ms (waitMs ${waitMs})`,
+      );
     } finally {
       await ctx.fault('resume');
     }
@@ -30,7 +36,10 @@ export const frozenServerAcquire: ConformanceCase = {
     // for its 30 s lease.
     const other = ctx.client();
     const taken = await other.acquire('k', { waitMs: ORPHAN_BOUND_MS, ttlMs: 5_000 }).catch((error: unknown) => error as Error);
-    assert(!(taken instanceof Error), `the key stayed busy ${ORPHAN_BOUND_MS} ms after the server woke (an orphaned lease): ${String(taken)}`);
+    assert(
+      !(taken instanceof Error),
+      `the key stayed busy ${ORPHAN_BOUND_MS} ms after the server woke (an orphaned lease): ${String(taken)}`,
+    );
     await taken.release();
     // The same client, right after the freeze: its wait covers any reconnect.
     const again = await within(client.acquire('k2', { waitMs: 10_000 }), 15_000, 'the first acquire after the freeze');
@@ -43,20 +52,32 @@ export const frozenServerAcquire: ConformanceCase = {
 };
 
 export const killedConnection: ConformanceCase = {
-  title: 'a connection killed by the server mid-hold: renew either keeps the lock (and excludes others) or fails typed; the client recovers',
+  title:
+    'a connection killed by the server mid-hold: renew either keeps the lock (and excludes others) or fails typed; the client recovers',
   requires: needsFaults('killConnections'),
   async run(ctx) {
     const [holder, other] = [ctx.client(), ctx.client()];
     const lock = await holder.acquire('k', { ttlMs: Math.max(ctx.ttlMs, 5_000), autoRenew: false });
     await ctx.fault('killConnections');
-    const renewed = await within(lock.renew().then(() => true, (error: unknown) => error), CALL_BOUND_MS * 2, 'renew after the kill');
+    const renewed = await within(
+      lock.renew().then(
+        () => true,
+        (error: unknown) => error,
+      ),
+      CALL_BOUND_MS * 2,
+      'renew after the kill',
+    );
     if (renewed === true) {
       assert(lock.held, 'renew succeeded but lock.held is false');
       assert((await other.tryAcquire('k')) === null, 'renew succeeded after the kill, yet another client took the key');
     } else {
       assert(renewed instanceof DeadboltError, `renew after the kill failed untyped: ${String(renewed)}`);
     }
-    await within(lock.release().catch(() => undefined), CALL_BOUND_MS * 2, 'release after the kill');
+    await within(
+      lock.release().catch(() => undefined),
+      CALL_BOUND_MS * 2,
+      'release after the kill',
+    );
     const next = await within(holder.acquire('k2', { waitMs: 10_000 }), 15_000, 'acquire after the kill');
     await next.release();
   },

@@ -21,10 +21,14 @@ export function aborted(signal: AbortSignal, deadlineMs: number): Promise<void> 
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`signal did not abort within ${deadlineMs} ms`)), deadlineMs);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 

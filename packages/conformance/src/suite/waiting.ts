@@ -72,7 +72,10 @@ export const independentKeys: ConformanceCase = {
     const [a, b] = [ctx.client(), ctx.client()];
     const locks = await Promise.all([a.acquire('k1', { waitMs: 0 }), b.acquire('k2', { waitMs: 0 })]);
     const more = await within(Promise.all([a.tryAcquire('k3'), b.tryAcquire('k4')]), 5_000, 'acquire of free keys');
-    assert(more.every((lock) => lock !== null), 'a free key was busy');
+    assert(
+      more.every((lock) => lock !== null),
+      'a free key was busy',
+    );
     await Promise.all([...locks, ...more].map((lock) => lock?.release()));
   },
 };
@@ -99,7 +102,10 @@ export const manyWaiters: ConformanceCase = {
         ),
       ),
     );
-    assert(served.size === 50 && [...served.values()].every((n) => n === 1), `served: ${served.size} waiters, counts ${[...served.values()].join(',')}`);
+    assert(
+      served.size === 50 && [...served.values()].every((n) => n === 1),
+      `served: ${served.size} waiters, counts ${[...served.values()].join(',')}`,
+    );
     assert(overlaps === 0, `${overlaps} overlaps among waiters`);
   },
 };

@@ -57,7 +57,9 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     };
     const onAbort = (): void => giveUp(typed(signal?.reason, call));
     // An infinite deadline: the operation bounds itself (a client library's own command timeout).
-    const timer = Number.isFinite(call.timeoutMs) ? setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs) : undefined;
+    const timer = Number.isFinite(call.timeoutMs)
+      ? setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs)
+      : undefined;
     if (signal !== undefined) onAbortOf(signal).add(onAbort);
     pending.then(
       (value) => {
@@ -86,9 +88,13 @@ function onAbortOf(signal: AbortSignal): Set<() => void> {
     const created = new Set<() => void>();
     handlers = created;
     abortHandlers.set(signal, created);
-    signal.addEventListener('abort', () => {
-      for (const handler of [...created]) handler();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const handler of [...created]) handler();
+      },
+      { once: true },
+    );
   }
   return handlers;
 }

@@ -5,7 +5,16 @@
  */
 import '../index.js';
 
-export type { AcquireRequest, AttemptResult, BackendConfig, BackendFactory, Capabilities, Grant, LockBackend, LockKind } from '../backend.js';
+export type {
+  AcquireRequest,
+  AttemptResult,
+  BackendConfig,
+  BackendFactory,
+  Capabilities,
+  Grant,
+  LockBackend,
+  LockKind,
+} from '../backend.js';
 export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
 export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';

@@ -7,7 +7,10 @@ import { inspect } from 'node:util';
  * `console.log(client)` must never print them (issue 14). The summary names what is safe: the
  * backend's name, counts, flags.
  */
-export function inspectSafely<T extends object>(target: abstract new (...args: never[]) => T, summary: (instance: T) => Record<string, unknown>): void {
+export function inspectSafely<T extends object>(
+  target: abstract new (...args: never[]) => T,
+  summary: (instance: T) => Record<string, unknown>,
+): void {
   const name = target.name;
   Object.defineProperties(target.prototype, {
     [inspect.custom]: {

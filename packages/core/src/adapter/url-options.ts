@@ -86,7 +86,12 @@ export function splitBackendUrl(input: string | URL, backend: string, schemes: r
  * Refuses any name not in `allowed`: `kind` is 'URL parameter' or 'option'. A typo must not be
  * silently ignored. Repeated URL parameters are refused too (which one would win is a guess).
  */
-export function rejectUnknownNames(kind: 'URL parameter' | 'option', names: Iterable<string>, allowed: ReadonlySet<string>, backend: string): void {
+export function rejectUnknownNames(
+  kind: 'URL parameter' | 'option',
+  names: Iterable<string>,
+  allowed: ReadonlySet<string>,
+  backend: string,
+): void {
   const seen = new Set<string>();
   for (const name of names) {
     if (!allowed.has(name)) {
@@ -98,7 +103,12 @@ export function rejectUnknownNames(kind: 'URL parameter' | 'option', names: Iter
 }
 
 /** URL parameters as an options record (the object form's shape): values stay strings, parsed by the option readers. */
-export function urlParameters(params: URLSearchParams, allowed: ReadonlySet<string>, backend: string, ignored: readonly string[] = ['prefix']): Record<string, string> {
+export function urlParameters(
+  params: URLSearchParams,
+  allowed: ReadonlySet<string>,
+  backend: string,
+  ignored: readonly string[] = ['prefix'],
+): Record<string, string> {
   rejectUnknownNames('URL parameter', params.keys(), allowed, backend);
   const result: Record<string, string> = {};
   for (const [name, value] of params) if (!ignored.includes(name)) result[name] = value;
@@ -123,7 +133,9 @@ export function durationOption(name: string, value: unknown, backend: string, mi
   const number = asNumber(value);
   if (typeof number !== 'number' || !Number.isInteger(number) || number < min || number > maxDurationMs) {
     const range = min === 0 ? '0 or a positive integer' : 'a positive integer';
-    throw new InvalidArgumentError(name, `expected ${range} number of milliseconds up to ${maxDurationMs}, got ${describeValue(value)}`, { backend });
+    throw new InvalidArgumentError(name, `expected ${range} number of milliseconds up to ${maxDurationMs}, got ${describeValue(value)}`, {
+      backend,
+    });
   }
   return number;
 }
@@ -174,7 +186,8 @@ export interface HostAddress {
 export function parseHostPort(text: string, defaultPort: number, name: string, backend: string): HostAddress {
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s/@]+))(?::(\d{1,5}))?$/.exec(text.trim());
   const port = match?.[3] === undefined ? defaultPort : Number(match[3]);
-  if (!match || port < 1 || port > 65535) throw new InvalidArgumentError(name, `${describeValue(text)} is not host[:port] with a port in 1..65535`, { backend });
+  if (!match || port < 1 || port > 65535)
+    throw new InvalidArgumentError(name, `${describeValue(text)} is not host[:port] with a port in 1..65535`, { backend });
   return Object.freeze({ host: match[1] ?? match[2] ?? '', port });
 }
 

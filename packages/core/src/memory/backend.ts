@@ -52,7 +52,13 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
   /** Sets the entry for a free key; the caller has checked that it is free in this same tick. */
   protected take(request: AcquireRequest, now: number, candidate?: string): Grant {
     const grant: Grant = { key: request.key, owner: request.owner, token: randomUUID(), fence: this.store.nextFence(request.key) };
-    this.store.set(request.key, { token: grant.token, owner: grant.owner, fence: grant.fence ?? 0, expiresAt: now + request.ttlMs, ...(candidate === undefined ? {} : { candidate }) });
+    this.store.set(request.key, {
+      token: grant.token,
+      owner: grant.owner,
+      fence: grant.fence ?? 0,
+      expiresAt: now + request.ttlMs,
+      ...(candidate === undefined ? {} : { candidate }),
+    });
     return grant;
   }
 

@@ -51,7 +51,8 @@ export class QueuedLocks {
   tryAcquire(request: AcquireRequest & { readonly kind: LockKind }, now: number): { grant: Grant } | { retryAfterMs: number } {
     const entry = this.entryFor(request);
     this.expire(entry, now);
-    if ((entry.queue.length === 0 || isDowngrade(request.kind)) && this.fits(entry, request.kind)) return { grant: this.grantTo(entry, request, now) };
+    if ((entry.queue.length === 0 || isDowngrade(request.kind)) && this.fits(entry, request.kind))
+      return { grant: this.grantTo(entry, request, now) };
     this.dropIfIdle(entry);
     return { retryAfterMs: earliestExpiry(entry) - now };
   }
@@ -126,7 +127,11 @@ export class QueuedLocks {
     const existing = this.entries.get(id);
     if (existing) {
       if (existing.permits !== permits) {
-        throw new InvalidArgumentError('permits', `the semaphore is in use with ${existing.permits} permits, not ${permits}; every client of one key must pass the same permits`, { key: request.key, backend: 'memory' });
+        throw new InvalidArgumentError(
+          'permits',
+          `the semaphore is in use with ${existing.permits} permits, not ${permits}; every client of one key must pass the same permits`,
+          { key: request.key, backend: 'memory' },
+        );
       }
       return existing;
     }

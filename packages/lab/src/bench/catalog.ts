@@ -55,7 +55,11 @@ async function warmUp(open: () => Promise<Mutex>, ms: number): Promise<void> {
 }
 
 /** Starts a server and warms it; a failed warm-up stops the server again (cli.ts only stops what start() returned). */
-async function startWarm(start: () => Promise<ServerHandle>, open: (server: ServerHandle) => Promise<Mutex>, ms: number): Promise<ServerHandle> {
+async function startWarm(
+  start: () => Promise<ServerHandle>,
+  open: (server: ServerHandle) => Promise<Mutex>,
+  ms: number,
+): Promise<ServerHandle> {
   const server = await start();
   try {
     await warmUp(() => open(server), ms);
@@ -87,7 +91,9 @@ export function backendPlans(starters: Starters): BackendPlan[] {
         return [
           subject('redis', 'bare protocol', 'raw', () => openRawRedis(url, ttlMs)),
           subject('redis', 'BLPOP/LPUSH token', 'token-handoff', () => openRawTokenHandoff(url)),
-          ...['setnx', 'fair', 'hash-reentrant', 'getset'].map((mode) => subject('redis', mode, 'deadbolt', () => openDeadbolt(withMode(url, mode), ttlMs))),
+          ...['setnx', 'fair', 'hash-reentrant', 'getset'].map((mode) =>
+            subject('redis', mode, 'deadbolt', () => openDeadbolt(withMode(url, mode), ttlMs)),
+          ),
           subject('redis', 'default settings', 'node-redlock', () => openNodeRedlock(url, ttlMs)),
           subject('redis', 'default settings', 'redis-semaphore', () => openRedisSemaphore(url, ttlMs)),
         ];
@@ -114,7 +120,10 @@ export function backendPlans(starters: Starters): BackendPlan[] {
       start: starters.memcached,
       subjects: (server, ttlMs) => {
         const url = server!.url;
-        return [subject('memcached', 'add/delete', 'raw', () => openRawMemcached(url, ttlMs)), subject('memcached', '-', 'deadbolt', () => openDeadbolt(url, ttlMs))];
+        return [
+          subject('memcached', 'add/delete', 'raw', () => openRawMemcached(url, ttlMs)),
+          subject('memcached', '-', 'deadbolt', () => openDeadbolt(url, ttlMs)),
+        ];
       },
       scaleUrls: (server) => [{ mode: '-', url: server!.url }],
       // Memcached expiries are whole seconds: a 1.5 s ttl would round, so scale with 3 s (renewal every 1 s).

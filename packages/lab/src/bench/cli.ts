@@ -20,7 +20,13 @@ interface Measurement {
   run(): Promise<BenchRow>;
 }
 
-function planMeasurements(plan: BackendPlan, server: ServerHandle | undefined, quick: boolean, runId: string, baselinesOnly: boolean): Measurement[] {
+function planMeasurements(
+  plan: BackendPlan,
+  server: ServerHandle | undefined,
+  quick: boolean,
+  runId: string,
+  baselinesOnly: boolean,
+): Measurement[] {
   const ttlMs = 10_000;
   const durationMs = quick ? 700 : 2_500;
   // Without the adapter the baselines (raw client, peers) still run: they need only the server.
@@ -28,8 +34,15 @@ function planMeasurements(plan: BackendPlan, server: ServerHandle | undefined, q
   const measurements: Measurement[] = [];
   let counter = 0;
   const keyspace = (): string => `bench:${runId}:${(counter += 1)}`;
-  const add = (subject: Subject, workload: string, run: (settings: { durationMs: number; keyspace: string }) => Promise<BenchRow>): void => {
-    measurements.push({ label: `${subject.backend} ${subject.mode} ${subject.subject} ${workload}`, run: () => run({ durationMs, keyspace: keyspace() }) });
+  const add = (
+    subject: Subject,
+    workload: string,
+    run: (settings: { durationMs: number; keyspace: string }) => Promise<BenchRow>,
+  ): void => {
+    measurements.push({
+      label: `${subject.backend} ${subject.mode} ${subject.subject} ${workload}`,
+      run: () => run({ durationMs, keyspace: keyspace() }),
+    });
   };
   for (const subject of subjects) {
     // The token hand-off is the limit of contended rows only: uncontended, it is a pop and a push.
@@ -74,7 +87,12 @@ function progress(done: number, total: number, label: string): void {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { quick: { type: 'boolean', default: false }, backend: { type: 'string', multiple: true }, out: { type: 'string' }, help: { type: 'boolean', default: false } },
+    options: {
+      quick: { type: 'boolean', default: false },
+      backend: { type: 'string', multiple: true },
+      out: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
     strict: true,
   });
   if (values.help) {

@@ -25,7 +25,8 @@ export function describeMachine(servers: string): MachineDescription {
   };
 }
 
-const sameMeasurement = (a: BenchRow, b: BenchRow): boolean => a.backend === b.backend && a.workload === b.workload && (a.holdMs ?? 0) === (b.holdMs ?? 0);
+const sameMeasurement = (a: BenchRow, b: BenchRow): boolean =>
+  a.backend === b.backend && a.workload === b.workload && (a.holdMs ?? 0) === (b.holdMs ?? 0);
 
 /** Fills ratioToRaw: each subject's throughput over the bare protocol's, measured in the same run. */
 export function addRatios(rows: BenchRow[]): void {
@@ -51,7 +52,24 @@ function peerRatio(row: BenchRow, rows: BenchRow[], peer: string): string {
 }
 
 export function renderTable(rows: BenchRow[]): string {
-  const header = ['backend', 'mode', 'workload', 'hold', 'subject', 'ops/s', 'owner chg/s', 'p50 ms', 'p99 ms', 'max ms', 'fairness', 'vs raw', 'vs hand-off', 'vs redlock', 'vs semaphore', 'notes'];
+  const header = [
+    'backend',
+    'mode',
+    'workload',
+    'hold',
+    'subject',
+    'ops/s',
+    'owner chg/s',
+    'p50 ms',
+    'p99 ms',
+    'max ms',
+    'fairness',
+    'vs raw',
+    'vs hand-off',
+    'vs redlock',
+    'vs semaphore',
+    'notes',
+  ];
   const body = rows.map((row) => [
     row.backend,
     row.mode,
@@ -80,7 +98,10 @@ export function renderTable(rows: BenchRow[]): string {
 
 export function writeResults(directory: string, machine: MachineDescription, rows: BenchRow[]): void {
   mkdirSync(directory, { recursive: true });
-  const jsonRows = rows.map((row) => ({ ...row, fairness: row.fairness !== null && !Number.isFinite(row.fairness) ? 'inf' : row.fairness }));
+  const jsonRows = rows.map((row) => ({
+    ...row,
+    fairness: row.fairness !== null && !Number.isFinite(row.fairness) ? 'inf' : row.fairness,
+  }));
   writeFileSync(join(directory, 'results.json'), `${JSON.stringify({ machine, rows: jsonRows }, null, 2)}\n`);
   const markdown = [
     '# Deadbolt benchmark',

@@ -68,7 +68,11 @@ export async function runScale(url: string, mode: string, backendLabel: string, 
     const batch = 500;
     for (let start = 0; start < settings.locks; start += batch) {
       const count = Math.min(batch, settings.locks - start);
-      locks.push(...(await Promise.all(Array.from({ length: count }, (_, i) => client.acquire(`k${start + i}`, { ttlMs: settings.ttlMs, autoRenew: true, waitMs: 0 })))));
+      locks.push(
+        ...(await Promise.all(
+          Array.from({ length: count }, (_, i) => client.acquire(`k${start + i}`, { ttlMs: settings.ttlMs, autoRenew: true, waitMs: 0 })),
+        )),
+      );
     }
     const acquireMs = performance.now() - acquiredAt;
     gc?.();

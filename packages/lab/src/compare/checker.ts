@@ -104,9 +104,7 @@ export function longestGapDuring(intervals: readonly Interval[], windows: readon
 export function check(history: History): CheckResult {
   const overlaps = (history.permits ?? 1) > 1 ? findExcess(history.intervals, history.permits!) : findOverlaps(history.intervals);
   const lost = history.intervals.filter((i) => i.lostNoticeAt !== undefined);
-  const lead = lost
-    .filter((i) => i.leaseExpiresAt !== undefined)
-    .map((i) => (i.leaseExpiresAt as number) - (i.lostNoticeAt as number));
+  const lead = lost.filter((i) => i.leaseExpiresAt !== undefined).map((i) => (i.leaseExpiresAt as number) - (i.lostNoticeAt as number));
   const seconds = Math.max(1e-3, (history.endedAt - history.startedAt) / 1000);
   return {
     acquisitions: history.intervals.length,

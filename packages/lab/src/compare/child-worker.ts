@@ -12,19 +12,34 @@ const waiting = new Map<number, (r: Reply) => void>();
 process.on('message', (m: unknown) => {
   const msg = m as { type: string } & Reply & { config?: WorkerConfig };
   if (msg.type === 'start' && msg.config) void start(msg.config);
-  else if (msg.type === 'reply') { waiting.get(msg.id)?.(msg); waiting.delete(msg.id); }
+  else if (msg.type === 'reply') {
+    waiting.get(msg.id)?.(msg);
+    waiting.delete(msg.id);
+  }
 });
 
 function ask(body: Record<string, unknown>): Promise<Reply> {
   const id = nextId++;
-  return new Promise((resolve) => { waiting.set(id, resolve); process.send?.({ ...body, id }); });
+  return new Promise((resolve) => {
+    waiting.set(id, resolve);
+    process.send?.({ ...body, id });
+  });
 }
 
 const port: RegisterPort = {
-  async read() { const r = await ask({ type: 'read' }); return { plain: r.plain ?? 0, fenced: r.fenced ?? 0 }; },
-  async write(client, fence, plain, fenced) { await ask({ type: 'write', client, fence: fence ?? null, plain, fenced }); },
-  record(interval: Interval) { process.send?.({ type: 'interval', interval }); },
-  acquired() { process.send?.({ type: 'acquired' }); },
+  async read() {
+    const r = await ask({ type: 'read' });
+    return { plain: r.plain ?? 0, fenced: r.fenced ?? 0 };
+  },
+  async write(client, fence, plain, fenced) {
+    await ask({ type: 'write', client, fence: fence ?? null, plain, fenced });
+  },
+  record(interval: Interval) {
+    process.send?.({ type: 'interval', interval });
+  },
+  acquired() {
+    process.send?.({ type: 'acquired' });
+  },
 };
 
 async function start(config: WorkerConfig): Promise<void> {

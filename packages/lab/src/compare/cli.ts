@@ -48,11 +48,17 @@ async function main(): Promise<number> {
     process.stderr.write(`${(error as Error).message}\n\n${usage()}`);
     return 2;
   }
-  if (values.help) { process.stdout.write(usage()); return 0; }
+  if (values.help) {
+    process.stdout.write(usage());
+    return 0;
+  }
   exitOnInterrupt();
   const quick = values.quick;
   const known = scenarios.map((s) => s.name);
-  const named = values.scenario?.split(',').map((s) => s.trim()).filter(Boolean);
+  const named = values.scenario
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = named?.filter((n) => !known.includes(n)) ?? [];
   if (unknown.length > 0) {
     process.stderr.write(`unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: ${known.join(', ')}\n`);
@@ -60,8 +66,14 @@ async function main(): Promise<number> {
   }
   const wantedNames: readonly string[] | undefined = named ?? (quick ? quickPlan.scenarios : undefined);
   const chosen = scenarios.filter((s) => wantedNames?.includes(s.name) ?? true);
-  const matcher = (filter: readonly string[]) => (row: string): boolean => filter.some((f) => row === f || row.startsWith(`${f}/`));
-  const given = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
+  const matcher =
+    (filter: readonly string[]) =>
+    (row: string): boolean =>
+      filter.some((f) => row === f || row.startsWith(`${f}/`));
+  const given = values.only
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   // --quick keeps a scenario to the quick rows when it has any (--quick --scenario redis-failover
   // still runs redis-failover's own row).
   const onlyFor = (scenarioRows: readonly string[]): ((row: string) => boolean) | undefined => {
@@ -83,20 +95,37 @@ async function main(): Promise<number> {
     progress(n, s.name);
     try {
       const only = onlyFor(s.rows);
-      const onSkip = (row: string, reason: string): void => { skipped[`${s.name} ${row}`] = reason; };
+      const onSkip = (row: string, reason: string): void => {
+        skipped[`${s.name} ${row}`] = reason;
+      };
       results.push(...(await s.run({ quick, onSkip, ...(only ? { only } : {}) })));
     } catch (error) {
       if (error instanceof SkipError) skipped[s.name] = error.message;
-      else { harnessError = true; skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`; }
+      else {
+        harnessError = true;
+        skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`;
+      }
     }
   }
   progress(chosen.length, 'done');
   if (tty) process.stderr.write('\n');
   process.stdout.write(`${terminalTable(results)}\n`);
   for (const [name, reason] of Object.entries(skipped)) process.stdout.write(`not run ${name}: ${reason}\n`);
-  const files = await writeResults(resolve(values.out), results, skipped, { kind: named || given ? 'selection' : quick ? 'quick' : 'full', quick, elapsedMs: Date.now() - started });
+  const files = await writeResults(resolve(values.out), results, skipped, {
+    kind: named || given ? 'selection' : quick ? 'quick' : 'full',
+    quick,
+    elapsedMs: Date.now() - started,
+  });
   process.stdout.write(`wrote ${files.length} files; open ${files[0]}\n`);
   return harnessError ? 1 : 0;
 }
 
-main().then((code) => { process.exitCode = code; }, (error: unknown) => { process.stderr.write(`${String(error)}\n`); process.exitCode = 1; });
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`${String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

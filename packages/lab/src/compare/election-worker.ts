@@ -21,8 +21,16 @@ export async function runElectionWorker(cfg: WorkerConfig, port: RegisterPort, c
           const start = now();
           let lostNoticeAt: number | undefined;
           let lastRenewAt = start;
-          term.signal.addEventListener('abort', () => { lostNoticeAt = now(); }, { once: true });
-          const onRenew = (): void => { lastRenewAt = now(); };
+          term.signal.addEventListener(
+            'abort',
+            () => {
+              lostNoticeAt = now();
+            },
+            { once: true },
+          );
+          const onRenew = (): void => {
+            lastRenewAt = now();
+          };
           client.on('renewed', onRenew);
           try {
             const seen = await port.read();
@@ -31,11 +39,16 @@ export async function runElectionWorker(cfg: WorkerConfig, port: RegisterPort, c
               await sleep(cfg.holdMs);
               await port.write(cfg.name, term.term, seen.plain + 1, seen.fenced + 1);
             }
-          } finally { client.off('renewed', onRenew); }
+          } finally {
+            client.off('renewed', onRenew);
+          }
           const endedAt = now();
           const end = lostNoticeAt !== undefined && lostNoticeAt < endedAt ? lostNoticeAt : endedAt;
           port.record({
-            client: cfg.name, start, end, fence: term.term,
+            client: cfg.name,
+            start,
+            end,
+            fence: term.term,
             outcome: lostNoticeAt !== undefined && lostNoticeAt <= endedAt ? 'lost' : 'released',
             ...(lostNoticeAt !== undefined ? { lostNoticeAt } : {}),
             leaseExpiresAt: lastRenewAt + cfg.ttlMs,

@@ -1,7 +1,8 @@
 /** What the report's pages share: escaping, colours, the style sheet, formatting. */
 import type { Outcome } from './outcome.js';
 
-export const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+export const esc = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Colour-blind-safe pairs (Okabe-Ito based), also told apart by the text in every cell. */
 export const colours = {

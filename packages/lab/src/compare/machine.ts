@@ -31,36 +31,48 @@ function packageVersion(name: string): string {
       try {
         const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
         if (pkg.name === name && pkg.version) return pkg.version;
-      } catch { /* keep walking */ }
+      } catch {
+        /* keep walking */
+      }
     }
-  } catch { /* not installed */ }
+  } catch {
+    /* not installed */
+  }
   return 'not installed';
 }
 
 /** The first line a binary prints about itself, or undefined. */
 function printed(command: string, args: string[]): string | undefined {
   try {
-    return execFileSync(command, args, { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]?.trim();
-  } catch { return undefined; }
+    return execFileSync(command, args, { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'pipe'] })
+      .split('\n')[0]
+      ?.trim();
+  } catch {
+    return undefined;
+  }
 }
 
 /** Debian ships zookeeper.jar beside a zookeeper-<version>.jar link to it. */
 function zooKeeperJarVersion(jar: string): string {
   const named = /zookeeper-([\d.]+)\.jar$/.exec(basename(realpathSync(jar)))?.[1];
   if (named) return named;
-  const sibling = readdirSync(dirname(jar)).map((f) => /^zookeeper-([\d.]+)\.jar$/.exec(f)?.[1]).find(Boolean);
+  const sibling = readdirSync(dirname(jar))
+    .map((f) => /^zookeeper-([\d.]+)\.jar$/.exec(f)?.[1])
+    .find(Boolean);
   return sibling ?? 'unknown';
 }
 
 async function serverVersions(provider: string): Promise<Record<string, string>> {
-  if (provider === 'container') return { redis: 'image redis:7', memcached: 'image memcached:1.6', postgres: 'image postgres:16', zookeeper: 'image zookeeper:3.8' };
+  if (provider === 'container')
+    return { redis: 'image redis:7', memcached: 'image memcached:1.6', postgres: 'image postgres:16', zookeeper: 'image zookeeper:3.8' };
   const { findServerBinaries } = await import('@deadbolt/conformance/servers');
   const b = findServerBinaries();
   const out: Record<string, string> = {};
   const redis = b.redisServer && printed(b.redisServer, ['--version']);
   out.redis = /v=(\S+)/.exec(redis ?? '')?.[1] ?? 'unknown';
   out.memcached = (b.memcached && printed(b.memcached, ['-V']))?.replace(/^memcached\s*/, '') ?? 'unknown';
-  out.postgres = (b.postgresBin && printed(join(b.postgresBin, 'postgres'), ['--version']))?.replace(/^postgres \(PostgreSQL\)\s*/, '') ?? 'unknown';
+  out.postgres =
+    (b.postgresBin && printed(join(b.postgresBin, 'postgres'), ['--version']))?.replace(/^postgres \(PostgreSQL\)\s*/, '') ?? 'unknown';
   out.zookeeper = b.zooKeeperJar ? zooKeeperJarVersion(b.zooKeeperJar) : 'unknown';
   return out;
 }
@@ -70,11 +82,20 @@ export async function machineInfo(): Promise<MachineInfo> {
   try {
     const { serverProvider } = await import('@deadbolt/conformance/servers');
     provider = await serverProvider();
-  } catch { /* fixtures not built: leave it unknown */ }
+  } catch {
+    /* fixtures not built: leave it unknown */
+  }
   return {
-    platform: platform(), release: release(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown',
-    memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, servers: provider,
+    platform: platform(),
+    release: release(),
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    servers: provider,
     serverVersions: await serverVersions(provider).catch(() => ({})),
-    clientVersions: Object.fromEntries(['@deadbolt/core', 'ioredis', 'pg', 'memjs', 'node-zookeeper-client'].map((n) => [n, packageVersion(n)])),
+    clientVersions: Object.fromEntries(
+      ['@deadbolt/core', 'ioredis', 'pg', 'memjs', 'node-zookeeper-client'].map((n) => [n, packageVersion(n)]),
+    ),
   };
 }

@@ -47,9 +47,15 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   const links = new Set<Link>();
   /** Work that would tell one end about the other (closes, upstream connects): waits for heal. */
   let deferred: (() => void)[] = [];
-  const whenConnected = (fn: () => void): void => { if (partitioned) deferred.push(fn); else fn(); };
+  const whenConnected = (fn: () => void): void => {
+    if (partitioned) deferred.push(fn);
+    else fn();
+  };
 
-  const forget = (link: Link): void => { link.closed = true; links.delete(link); };
+  const forget = (link: Link): void => {
+    link.closed = true;
+    links.delete(link);
+  };
   const drop = (link: Link): void => {
     if (link.closed) return;
     link.closed = true;
@@ -61,18 +67,29 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   /** Copies from → to by hand (not pipe(): pipe resumes a source on 'drain', undoing a partition). */
   const forward = (link: Link, from: Socket, to: Socket, toName: 'client' | 'upstream'): void => {
     from.on('data', (chunk: Buffer) => {
-      if (partitioned) { link.held.push({ to: toName, chunk }); from.pause(); return; }
-      if (!to.write(chunk)) { from.pause(); to.once('drain', () => { if (!partitioned && !link.closed) from.resume(); }); }
+      if (partitioned) {
+        link.held.push({ to: toName, chunk });
+        from.pause();
+        return;
+      }
+      if (!to.write(chunk)) {
+        from.pause();
+        to.once('drain', () => {
+          if (!partitioned && !link.closed) from.resume();
+        });
+      }
     });
     // A close on one side reaches the other only over a working path. A clean close is passed on
     // as a FIN after what was already written (a destroy would throw away a last reply); an error
     // as an abrupt close.
     from.on('end', () => whenConnected(() => to.end()));
     from.on('error', () => whenConnected(() => drop(link)));
-    from.on('close', () => whenConnected(() => {
-      to.end();
-      if (link.client.destroyed && link.upstream?.destroyed !== false) forget(link);
-    }));
+    from.on('close', () =>
+      whenConnected(() => {
+        to.end();
+        if (link.client.destroyed && link.upstream?.destroyed !== false) forget(link);
+      }),
+    );
   };
 
   const connectUpstream = (link: Link): void => {
@@ -90,21 +107,32 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     const link: Link = { client, upstream: undefined, held: [], closed: false };
     links.add(link);
     // Until forwarding starts, a client that goes away just goes away.
-    client.once('close', () => { if (!link.upstream) drop(link); });
+    client.once('close', () => {
+      if (!link.upstream) drop(link);
+    });
     client.on('error', () => undefined);
     whenConnected(() => connectUpstream(link));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => { server.off('error', reject); resolve(); });
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   const { port } = server.address() as AddressInfo;
   const host = '127.0.0.1';
 
   return {
-    host, port, address: `${host}:${port}`,
-    get partitioned() { return partitioned; },
-    get connections() { return links.size; },
+    host,
+    port,
+    address: `${host}:${port}`,
+    get partitioned() {
+      return partitioned;
+    },
+    get connections() {
+      return links.size;
+    },
     rewrite(url) {
       const from = `${targetHost}:${targetPort}`;
       if (!url.includes(from)) throw new Error(`${url} does not name ${from}`);
@@ -116,14 +144,20 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     },
     partition() {
       partitioned = true;
-      for (const link of links) { link.client.pause(); link.upstream?.pause(); }
+      for (const link of links) {
+        link.client.pause();
+        link.upstream?.pause();
+      }
     },
     heal() {
       if (!partitioned) return;
       partitioned = false;
       for (const link of links) {
         for (const { to, chunk } of link.held.splice(0)) (to === 'client' ? link.client : link.upstream)?.write(chunk);
-        if (link.upstream) { link.client.resume(); link.upstream.resume(); }
+        if (link.upstream) {
+          link.client.resume();
+          link.upstream.resume();
+        }
       }
       const pending = deferred;
       deferred = [];

@@ -26,14 +26,24 @@ export interface ReportContext {
 const rowKey = (r: ScenarioResult): string => `${r.backend}/${r.mode}`;
 
 function cell(r: ScenarioResult | undefined, applies: boolean): string {
-  if (!r) return applies ? '<td class="notrun">not run here</td>' : '<td class="notrun" title="this scenario does not run on this backend/mode">&ndash;</td>';
+  if (!r)
+    return applies
+      ? '<td class="notrun">not run here</td>'
+      : '<td class="notrun" title="this scenario does not run on this backend/mode">&ndash;</td>';
   const o = outcomeOf(r);
-  const note = o === 'overlapped' ? `${r.check.overlaps} overlap${r.check.overlaps === 1 ? '' : 's'}`
-    : o === 'unavailable' ? `no holder for ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`
-    : `0 overlaps; longest wait ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`;
-  const fencing = r.check.staleWritesAcceptedPlain + r.check.staleWritesRejectedFenced > 0
-    ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused'}` : '';
-  const verdict = r.matched ? '<span class="verdict-yes">&#10003; as predicted</span>' : '<span class="verdict-no">&#10007; not as predicted</span>';
+  const note =
+    o === 'overlapped'
+      ? `${r.check.overlaps} overlap${r.check.overlaps === 1 ? '' : 's'}`
+      : o === 'unavailable'
+        ? `no holder for ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`
+        : `0 overlaps; longest wait ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`;
+  const fencing =
+    r.check.staleWritesAcceptedPlain + r.check.staleWritesRejectedFenced > 0
+      ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused'}`
+      : '';
+  const verdict = r.matched
+    ? '<span class="verdict-yes">&#10003; as predicted</span>'
+    : '<span class="verdict-no">&#10007; not as predicted</span>';
   return `<td style="background:${colours.outcome[o]}"><a href="${esc(timelineFile(r))}" title="${esc(`${outcomeText[o]}. Predicted: ${r.expectation}`)}"><span class="cell-word">${o}</span><br><span class="cell-note">${note}${fencing}</span><br>${verdict}</a></td>`;
 }
 
@@ -47,15 +57,26 @@ function matrix(results: readonly ScenarioResult[], ctx: ReportContext): string 
     return ca === cb ? rowsSeen.indexOf(a) - rowsSeen.indexOf(b) : ca === 'CP' ? -1 : 1;
   });
   const head = `<tr><th>backend / mode</th>${scenarioNames.map((n) => `<th><a href="#scenario-${esc(n)}">${esc(n)}</a></th>`).join('')}</tr>`;
-  const body = ordered.map((key) => {
-    const cls = results.find((r) => rowKey(r) === key)!.class;
-    return `<tr><th>${esc(key)} <span class="badge">${cls}</span></th>${scenarioNames.map((n) => cell(results.find((r) => rowKey(r) === key && r.scenario === n), ctx.scenarios.find((s) => s.name === n)?.rows.includes(key) ?? false)).join('')}</tr>`;
-  }).join('\n');
+  const body = ordered
+    .map((key) => {
+      const cls = results.find((r) => rowKey(r) === key)!.class;
+      return `<tr><th>${esc(key)} <span class="badge">${cls}</span></th>${scenarioNames
+        .map((n) =>
+          cell(
+            results.find((r) => rowKey(r) === key && r.scenario === n),
+            ctx.scenarios.find((s) => s.name === n)?.rows.includes(key) ?? false,
+          ),
+        )
+        .join('')}</tr>`;
+    })
+    .join('\n');
   return `<div class="scroll"><table class="matrix"><thead>${head}</thead><tbody>${body}</tbody></table></div>`;
 }
 
 function outcomeLegend(): string {
-  const items = (['exclusive', 'unavailable', 'overlapped'] as Outcome[]).map((o) => `<span>${swatch(colours.outcome[o])}${esc(outcomeText[o])}</span>`);
+  const items = (['exclusive', 'unavailable', 'overlapped'] as Outcome[]).map(
+    (o) => `<span>${swatch(colours.outcome[o])}${esc(outcomeText[o])}</span>`,
+  );
   return `<div class="legend">${items.join('')}<span>&#10003; / &#10007;: whether the run did what the backend's class predicts for this fault</span></div>`;
 }
 
@@ -68,13 +89,30 @@ const explanations = `<dl>
 </dl>`;
 
 function scenarioList(ctx: ReportContext): string {
-  const rowSkips = (name: string): string => Object.entries(ctx.notRun).filter(([k]) => k.startsWith(`${name} `))
-    .map(([k, v]) => `<br><i>${esc(k.slice(name.length + 1))} not run here: ${esc(v)}</i>`).join('');
+  const rowSkips = (name: string): string =>
+    Object.entries(ctx.notRun)
+      .filter(([k]) => k.startsWith(`${name} `))
+      .map(([k, v]) => `<br><i>${esc(k.slice(name.length + 1))} not run here: ${esc(v)}</i>`)
+      .join('');
   return `<dl>${ctx.scenarios.map((s) => `<dt id="scenario-${esc(s.name)}">${esc(s.name)}</dt><dd>${esc(s.description)}${ctx.notRun[s.name] ? `<br><i>Not run here: ${esc(ctx.notRun[s.name]!.split('\n')[0]!)}</i>` : ''}${rowSkips(s.name)}</dd>`).join('')}</dl>`;
 }
 
 function figures(results: readonly ScenarioResult[]): string {
-  const head = ['scenario', 'backend / mode', 'class', 'outcome', 'as predicted', 'acquisitions', 'overlaps', 'stale writes accepted (plain)', 'stale writes rejected (fenced)', 'stale writes accepted (fenced)', 'loss notices', 'longest wait around the fault (ms)', 'predicted'];
+  const head = [
+    'scenario',
+    'backend / mode',
+    'class',
+    'outcome',
+    'as predicted',
+    'acquisitions',
+    'overlaps',
+    'stale writes accepted (plain)',
+    'stale writes rejected (fenced)',
+    'stale writes accepted (fenced)',
+    'loss notices',
+    'longest wait around the fault (ms)',
+    'predicted',
+  ];
   const rows = results.map((r) => {
     const c = r.check;
     const num = (n: number): string => `<td class="num">${n}</td>`;
@@ -85,7 +123,10 @@ function figures(results: readonly ScenarioResult[]): string {
 
 function machineSection(ctx: ReportContext): string {
   const m = ctx.machine;
-  const list = (o: Readonly<Record<string, string>>): string => Object.entries(o).map(([k, v]) => `${esc(k)} ${esc(v)}`).join(', ');
+  const list = (o: Readonly<Record<string, string>>): string =>
+    Object.entries(o)
+      .map(([k, v]) => `${esc(k)} ${esc(v)}`)
+      .join(', ');
   return `<table><tbody>
 <tr><th>machine</th><td>${m.cpus} &times; ${esc(m.cpuModel)}, ${m.memoryGb} GiB, ${esc(m.platform)} ${esc(m.release)}</td></tr>
 <tr><th>servers</th><td>${esc(m.servers === 'container' ? 'containers' : m.servers === 'process' ? 'server processes on loopback' : m.servers)}: ${list(m.serverVersions)}</td></tr>

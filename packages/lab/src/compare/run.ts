@@ -33,7 +33,6 @@ export interface RunContext {
   nextHold(index: number): Promise<void>;
 }
 
-
 /** Runs the workload for durationMs while `nemesis` acts, and returns the history. */
 export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => Promise<void>): Promise<History> {
   const holds = new EventEmitter();
@@ -43,16 +42,30 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
   const faults: FaultWindow[] = [];
   const port: RegisterPort = {
     read: async () => ({ plain: plain.read(), fenced: fenced.read() }),
-    write: async (client, fence, p, f) => { plain.write(client, fence, p); fenced.write(client, fence, f); },
-    record: (i) => { intervals.push(i); },
-    acquired: (client) => { holds.emit(client); },
+    write: async (client, fence, p, f) => {
+      plain.write(client, fence, p);
+      fenced.write(client, fence, f);
+    },
+    record: (i) => {
+      intervals.push(i);
+    },
+    acquired: (client) => {
+      holds.emit(client);
+    },
   };
   const startedAt = now();
   const until = startedAt + spec.durationMs;
   const key = `compare-${Math.random().toString(36).slice(2, 8)}`;
   const config = (i: number): WorkerConfig => ({
-    name: `c${i}`, url: spec.url, key, ttlMs: spec.ttlMs, holdMs: spec.holdMs, waitMs: spec.ttlMs * 3, until,
-    ...(spec.options ? { options: spec.options } : {}), ...(spec.perClient?.(i) ?? {}),
+    name: `c${i}`,
+    url: spec.url,
+    key,
+    ttlMs: spec.ttlMs,
+    holdMs: spec.holdMs,
+    waitMs: spec.ttlMs * 3,
+    until,
+    ...(spec.options ? { options: spec.options } : {}),
+    ...(spec.perClient?.(i) ?? {}),
   });
   const children: ChildProcess[] = [];
   const done: Promise<void>[] = [];
@@ -66,11 +79,18 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     }
   };
   const ctx: RunContext = {
-    children, startedAt,
-    nextHold: async (index) => { await once(holds, `c${index}`); },
+    children,
+    startedAt,
+    nextHold: async (index) => {
+      await once(holds, `c${index}`);
+    },
     async fault(label, fn) {
       const start = now();
-      try { return await fn(); } finally { faults.push({ label, start, end: now() }); }
+      try {
+        return await fn();
+      } finally {
+        faults.push({ label, start, end: now() });
+      }
     },
   };
   let nemesisError: unknown;
@@ -78,7 +98,13 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     // The first hold's listener is registered before c0 starts, so it cannot slip past.
     const firstHold = spec.othersStartAfterFirstHold ? once(holds, 'c0') : undefined;
     startClient(0);
-    if (firstHold) await Promise.race([firstHold, done[0]!.then(() => { throw new Error('c0 finished before it ever held the lock'); })]);
+    if (firstHold)
+      await Promise.race([
+        firstHold,
+        done[0]!.then(() => {
+          throw new Error('c0 finished before it ever held the lock');
+        }),
+      ]);
     for (let i = 1; i < spec.clients; i++) startClient(i);
     await nemesis(ctx);
   } catch (error) {
@@ -86,18 +112,38 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
   }
   // Deadline: a child that never finishes is killed, never left behind.
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((r) => { timer = setTimeout(r, Math.max(0, until - now()) + spec.ttlMs * 4 + 10_000); });
+  const deadline = new Promise<void>((r) => {
+    timer = setTimeout(r, Math.max(0, until - now()) + spec.ttlMs * 4 + 10_000);
+  });
   // allSettled: one failed worker must not leave the others (or their children) running.
   const settled = await Promise.race([Promise.allSettled(done), deadline.then(() => [] as PromiseSettledResult<void>[])]);
   clearTimeout(timer);
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) { c.kill('SIGCONT'); c.kill('SIGKILL'); }
+  for (const c of children)
+    if (c.exitCode === null && c.signalCode === null) {
+      c.kill('SIGCONT');
+      c.kill('SIGKILL');
+    }
   if (nemesisError) throw nemesisError;
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  return { ...(spec.permits !== undefined ? { permits: spec.permits } : {}), intervals, faults, plainWrites: plain.writes, fencedWrites: fenced.writes, startedAt, endedAt: Math.max(until, now()) };
+  return {
+    ...(spec.permits !== undefined ? { permits: spec.permits } : {}),
+    intervals,
+    faults,
+    plainWrites: plain.writes,
+    fencedWrites: fenced.writes,
+    startedAt,
+    endedAt: Math.max(until, now()),
+  };
 }
 
-function startChild(cfg: WorkerConfig, plain: PlainRegister, fenced: FencedRegister, intervals: Interval[], onAcquired: () => void): { child: ChildProcess; finished: Promise<void> } {
+function startChild(
+  cfg: WorkerConfig,
+  plain: PlainRegister,
+  fenced: FencedRegister,
+  intervals: Interval[],
+  onAcquired: () => void,
+): { child: ChildProcess; finished: Promise<void> } {
   // Under vitest this module is the .ts source: the child runs the built worker from dist.
   const here = fileURLToPath(import.meta.url);
   const script = here.endsWith('.ts')
@@ -116,7 +162,15 @@ function startChild(cfg: WorkerConfig, plain: PlainRegister, fenced: FencedRegis
       else reject(new Error(`compare worker ${cfg.name} exited with ${code ?? signal} before finishing (${script})`));
     });
     child.on('message', (m: unknown) => {
-      const msg = m as { type: string; id: number; client: string; fence: number | null; plain: number; fenced: number; interval: Interval };
+      const msg = m as {
+        type: string;
+        id: number;
+        client: string;
+        fence: number | null;
+        plain: number;
+        fenced: number;
+        interval: Interval;
+      };
       if (msg.type === 'done') clean = true;
       else if (msg.type === 'ready') child.send({ type: 'start', config: cfg });
       else if (msg.type === 'acquired') onAcquired();

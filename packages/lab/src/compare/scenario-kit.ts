@@ -69,7 +69,10 @@ export async function servers(): Promise<typeof import('@deadbolt/conformance/se
  * (said on stderr) without skipping the others; SkipError when rows were wanted but none could run.
  */
 export async function forEachRow<T extends { readonly backend: string; readonly mode: string; readonly pkg: string }>(
-  scenario: string, rows: readonly T[], opts: RunOptions, runOne: (t: T) => Promise<ScenarioResult>,
+  scenario: string,
+  rows: readonly T[],
+  opts: RunOptions,
+  runOne: (t: T) => Promise<ScenarioResult>,
 ): Promise<ScenarioResult[]> {
   const wanted = rows.filter((t) => opts.only?.(`${t.backend}/${t.mode}`) ?? true);
   // Filtered out entirely (--only, --quick): not run, and nothing to report.
@@ -80,7 +83,11 @@ export async function forEachRow<T extends { readonly backend: string; readonly 
     try {
       await requireAdapter(t.pkg);
     } catch (error) {
-      if (error instanceof SkipError) { skipped.push(error.message); opts.onSkip?.(`${t.backend}/${t.mode}`, error.message); continue; }
+      if (error instanceof SkipError) {
+        skipped.push(error.message);
+        opts.onSkip?.(`${t.backend}/${t.mode}`, error.message);
+        continue;
+      }
       throw error;
     }
     let r: ScenarioResult;
@@ -88,7 +95,11 @@ export async function forEachRow<T extends { readonly backend: string; readonly 
       r = await runOne(t);
     } catch (error) {
       // A row the backend cannot run (a primitive it does not offer) skips that row only.
-      if (error instanceof SkipError) { skipped.push(`${t.backend}/${t.mode}: ${error.message}`); opts.onSkip?.(`${t.backend}/${t.mode}`, error.message); continue; }
+      if (error instanceof SkipError) {
+        skipped.push(`${t.backend}/${t.mode}: ${error.message}`);
+        opts.onSkip?.(`${t.backend}/${t.mode}`, error.message);
+        continue;
+      }
       throw error;
     }
     out.push(r);
@@ -100,7 +111,14 @@ export async function forEachRow<T extends { readonly backend: string; readonly 
 }
 
 /** Checks a history and states whether it matched the prediction `ok`. */
-export function row(backend: string, mode: string, scenario: string, history: History, expectation: string, ok: (c: CheckResult) => boolean): ScenarioResult {
+export function row(
+  backend: string,
+  mode: string,
+  scenario: string,
+  history: History,
+  expectation: string,
+  ok: (c: CheckResult) => boolean,
+): ScenarioResult {
   const c = check(history);
   // A run with no acquisitions shows nothing about the class: never call it a match.
   return { backend, mode, class: classOf(backend), scenario, history, check: c, expectation, matched: c.acquisitions > 0 && ok(c) };
@@ -113,5 +131,7 @@ export async function requireCapability(url: string, capability: 'election' | 'r
   try {
     const caps = (await client.capabilities()) as unknown as Record<string, unknown>;
     if (caps[capability] !== true) throw new SkipError(`the backend does not offer ${capability} (capabilities.${capability} is not true)`);
-  } finally { await client.close(); }
+  } finally {
+    await client.close();
+  }
 }

@@ -13,7 +13,18 @@ import { zookeeperLeaderLoss } from './scenarios/zookeeper-leader-loss.js';
 
 export { requireAdapter, SkipError, type ConsistencyClass, type RunOptions, type Scenario, type ScenarioResult } from './scenario-kit.js';
 
-export const scenarios: readonly Scenario[] = [clientPause, zookeeperLeaderLoss, getsetClockSkew, postgresRestart, partition, redisFailover, redlockRestart, electionPause, rwlockPause, semaphorePause];
+export const scenarios: readonly Scenario[] = [
+  clientPause,
+  zookeeperLeaderLoss,
+  getsetClockSkew,
+  postgresRestart,
+  partition,
+  redisFailover,
+  redlockRestart,
+  electionPause,
+  rwlockPause,
+  semaphorePause,
+];
 
 /**
  * `--quick`: the same faults on one backend of each class, so the page shows the real contrast

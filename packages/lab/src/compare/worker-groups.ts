@@ -22,7 +22,11 @@ function killAll(): void {
   for (const pid of live) {
     // SIGCONT after SIGKILL is harmless, and a stopped process dies at SIGKILL anyway.
     for (const signal of ['SIGKILL', 'SIGCONT'] as const) {
-      try { process.kill(-pid, signal); } catch { /* already gone */ }
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        /* already gone */
+      }
     }
   }
   live.clear();

@@ -66,11 +66,16 @@ function writes(cfg: WorkerConfig): boolean {
 function acquireOne(client: LockClient, cfg: WorkerConfig, options: AcquireOptions): Promise<Lock> {
   const p = cfg.primitive ?? { kind: 'lock' };
   switch (p.kind) {
-    case 'read': return client.readWriteLock(cfg.key).read.acquire(options);
-    case 'write': return client.readWriteLock(cfg.key).write.acquire(options);
-    case 'semaphore': return client.semaphore(cfg.key, { permits: p.permits }).acquire(options);
-    case 'election': throw new InvalidArgumentError('primitive', 'an election client runs runElectionWorker, not runWorker');
-    default: return client.acquire(cfg.key, options);
+    case 'read':
+      return client.readWriteLock(cfg.key).read.acquire(options);
+    case 'write':
+      return client.readWriteLock(cfg.key).write.acquire(options);
+    case 'semaphore':
+      return client.semaphore(cfg.key, { permits: p.permits }).acquire(options);
+    case 'election':
+      throw new InvalidArgumentError('primitive', 'an election client runs runElectionWorker, not runWorker');
+    default:
+      return client.acquire(cfg.key, options);
   }
 }
 
@@ -86,7 +91,8 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
       let lock;
       try {
         lock = await acquireOne(client, cfg, {
-          ttlMs: cfg.ttlMs, waitMs: Math.max(1, Math.floor(Math.min(cfg.waitMs, cfg.until - now()))),
+          ttlMs: cfg.ttlMs,
+          waitMs: Math.max(1, Math.floor(Math.min(cfg.waitMs, cfg.until - now()))),
           ...(cfg.autoRenew !== undefined ? { autoRenew: cfg.autoRenew } : {}),
         });
       } catch (error) {
@@ -101,8 +107,16 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
       let lostNoticeAt: number | undefined;
       let lastRenewAt = start;
       let releasingAt = start;
-      lock.signal.addEventListener('abort', () => { lostNoticeAt = now(); }, { once: true });
-      const onRenew = (): void => { lastRenewAt = now(); };
+      lock.signal.addEventListener(
+        'abort',
+        () => {
+          lostNoticeAt = now();
+        },
+        { once: true },
+      );
+      const onRenew = (): void => {
+        lastRenewAt = now();
+      };
       client.on('renewed', onRenew);
       try {
         const seen = await port.read();
@@ -121,7 +135,10 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
       }
       const end = lostNoticeAt !== undefined && lostNoticeAt < releasingAt ? lostNoticeAt : releasingAt;
       port.record({
-        client: cfg.name, start, end, fence: lock.fence,
+        client: cfg.name,
+        start,
+        end,
+        fence: lock.fence,
         outcome: lostNoticeAt !== undefined && lostNoticeAt <= releasingAt ? 'lost' : 'released',
         ...(lostNoticeAt !== undefined ? { lostNoticeAt } : {}),
         leaseExpiresAt: lastRenewAt + cfg.ttlMs,

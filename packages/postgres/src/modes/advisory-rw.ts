@@ -65,8 +65,20 @@ export class AdvisoryReadWrite {
   ) {}
 
   /** One attempt (`wait` false) or a wait in the server's queue until `deadline`; undefined when not granted. */
-  async acquire(request: AcquireRequest, mode: Mode, downgradeOf: Grant | undefined, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<Grant | undefined> {
-    if (this.closed) throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: new Error('the backend is closed') });
+  async acquire(
+    request: AcquireRequest,
+    mode: Mode,
+    downgradeOf: Grant | undefined,
+    wait: boolean,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Grant | undefined> {
+    if (this.closed)
+      throw new BackendUnavailableError('acquire', {
+        key: request.key,
+        backend: this.backendName,
+        cause: new Error('the backend is closed'),
+      });
     const id = advisoryLockId(request.key, this.options.namespace).toString();
     const writer = downgradeOf === undefined ? undefined : this.holds.get(downgradeOf.token);
     const connection = writer && !writer.connection.ended ? writer.connection : await this.connect(request.key);
@@ -122,7 +134,13 @@ export class AdvisoryReadWrite {
   /** Records a granted hold on `connection`; `counter` is the fence counter taken with it. */
   protected adopt(request: AcquireRequest, mode: Mode, id: string, connection: Connection, counter: string): Grant {
     const fence = fenceOf(connection.epoch, counter);
-    const grant: ReadWriteGrant = { key: request.key, owner: request.owner, token: randomToken(), ...(fence === undefined ? {} : { fence }), rw: mode };
+    const grant: ReadWriteGrant = {
+      key: request.key,
+      owner: request.owner,
+      token: randomToken(),
+      ...(fence === undefined ? {} : { fence }),
+      rw: mode,
+    };
     this.holds.set(grant.token, { id, mode, request, connection, grant });
     connection.holds.add(grant.token);
     return grant;

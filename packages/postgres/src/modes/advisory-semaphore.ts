@@ -18,10 +18,23 @@ const pollMs = { first: 5, max: 100 } as const;
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
 export class AdvisoryKinds extends AdvisoryReadWrite {
-  async acquirePermit(request: AcquireRequest, permits: number, wait: boolean, deadline: number, signal: AbortSignal | undefined): Promise<Grant | undefined> {
-    if (this.closed) throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: new Error('the backend is closed') });
+  async acquirePermit(
+    request: AcquireRequest,
+    permits: number,
+    wait: boolean,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Grant | undefined> {
+    if (this.closed)
+      throw new BackendUnavailableError('acquire', {
+        key: request.key,
+        backend: this.backendName,
+        cause: new Error('the backend is closed'),
+      });
     const gate = advisoryLockId(`${request.key}\u0000gate`, this.options.namespace).toString();
-    const slots = Array.from({ length: permits }, (_, slot) => advisoryLockId(`${request.key}\u0000slot:${slot}`, this.options.namespace).toString());
+    const slots = Array.from({ length: permits }, (_, slot) =>
+      advisoryLockId(`${request.key}\u0000slot:${slot}`, this.options.namespace).toString(),
+    );
     const connection = await this.connect(request.key);
     const onAbort = (): void => void endClient(connection.client, 100);
     signal?.addEventListener('abort', onAbort, { once: true });

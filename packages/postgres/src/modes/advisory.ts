@@ -90,10 +90,19 @@ export class AdvisoryBackend implements LockBackend {
       try: { name: 'deadbolt_try_lock', text: `SELECT ${counter} FROM (SELECT $1::bigint AS id) AS t` },
       tryMany: { name: 'deadbolt_try_locks', text: `SELECT n, ${counter} FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)` },
       unlock: { name: 'deadbolt_unlock', text: 'SELECT pg_advisory_unlock($1::bigint) AS ok' },
-      unlockMany: { name: 'deadbolt_unlocks', text: 'SELECT n, pg_advisory_unlock(id) AS ok FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)' },
+      unlockMany: {
+        name: 'deadbolt_unlocks',
+        text: 'SELECT n, pg_advisory_unlock(id) AS ok FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)',
+      },
     };
     this.readWrite = new AdvisoryKinds(options, this.names, (client) => this.prepareSession(client), this.name);
-    this.pool = new SessionPool(options, this.deadlineMs, statements, (client) => this.prepareSession(client), (session, cause) => this.sessionDied(session, cause));
+    this.pool = new SessionPool(
+      options,
+      this.deadlineMs,
+      statements,
+      (client) => this.prepareSession(client),
+      (session, cause) => this.sessionDied(session, cause),
+    );
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -102,7 +111,14 @@ export class AdvisoryBackend implements LockBackend {
       return grant ? { acquired: true, grant } : { acquired: false };
     }
     if (request.kind?.type === 'read' || request.kind?.type === 'write') {
-      const grant = await this.readWrite.acquire(request, request.kind.type, request.kind.type === 'read' ? request.kind.downgradeOf : undefined, false, Date.now(), undefined);
+      const grant = await this.readWrite.acquire(
+        request,
+        request.kind.type,
+        request.kind.type === 'read' ? request.kind.downgradeOf : undefined,
+        false,
+        Date.now(),
+        undefined,
+      );
       return grant ? { acquired: true, grant } : { acquired: false };
     }
     const id = advisoryLockId(request.key, this.options.namespace).toString();
@@ -136,7 +152,14 @@ export class AdvisoryBackend implements LockBackend {
     if (signal.aborted) return undefined;
     if (request.kind?.type === 'permit') return this.readWrite.acquirePermit(request, request.kind.permits, true, deadline, signal);
     if (request.kind?.type === 'read' || request.kind?.type === 'write') {
-      return this.readWrite.acquire(request, request.kind.type, request.kind.type === 'read' ? request.kind.downgradeOf : undefined, true, deadline, signal);
+      return this.readWrite.acquire(
+        request,
+        request.kind.type,
+        request.kind.type === 'read' ? request.kind.downgradeOf : undefined,
+        true,
+        deadline,
+        signal,
+      );
     }
     const session = await this.session('acquire', request.key, () => this.pool.forWait());
     if (session === undefined) return this.poll(request, deadline, signal);
@@ -336,7 +359,10 @@ export class AdvisoryBackend implements LockBackend {
 
   private unavailable(action: string, key: string, error: unknown): DeadboltError {
     if (error instanceof DeadboltError) return error;
-    return explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ?? new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    return (
+      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ??
+      new BackendUnavailableError(action, { key, backend: this.name, cause: error })
+    );
   }
 }
 

@@ -66,11 +66,13 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
     // Queue time is bounded separately from the statement deadline (see Gate).
     this.gate = new Gate(options.pool, 30_000);
     this.ownsPool = options.ownPool === undefined;
-    this.pool = options.ownPool ?? new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+    this.pool =
+      options.ownPool ?? new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
     // An idle pooled connection that dies emits 'error' on the pool; the next query reconnects.
     if (this.ownsPool) this.pool.on('error', () => undefined);
     // The LISTEN connection: with the application's pool, opened with that pool's settings.
-    const listenConfig: pg.ClientConfig = options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
+    const listenConfig: pg.ClientConfig =
+      options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
     this.listener = new ReleaseListener(
       () => {
         const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
@@ -128,14 +130,20 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
     if (grants.length === 0) return [];
     const result = await this.run('renew', grants.length === 1 ? grants[0]!.key : undefined, () =>
-      this.pool.query<{ key: string; owner: string }>(this.sql.renewMany, [grants.map((g) => g.key), grants.map((g) => g.token), [...ttlMs]]),
+      this.pool.query<{ key: string; owner: string }>(this.sql.renewMany, [
+        grants.map((g) => g.key),
+        grants.map((g) => g.token),
+        [...ttlMs],
+      ]),
     );
     const renewed = new Set(result.rows.map((row) => `${row.owner}\u0000${row.key}`));
     return grants.map((grant) => renewed.has(`${grant.token}\u0000${grant.key}`));
   }
 
   async release(grant: Grant): Promise<boolean> {
-    const result = await this.run('release', grant.key, () => this.pool.query<{ live: boolean }>(this.sql.release, [grant.key, grant.token]));
+    const result = await this.run('release', grant.key, () =>
+      this.pool.query<{ live: boolean }>(this.sql.release, [grant.key, grant.token]),
+    );
     return result.rows[0]?.live === true;
   }
 
@@ -147,7 +155,10 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   }
 
   close(): Promise<void> {
-    this.closing ??= Promise.all([this.listener.close(), this.ownsPool ? withDeadline(this.pool.end(), 1_000).catch(() => undefined) : undefined]).then(() => undefined);
+    this.closing ??= Promise.all([
+      this.listener.close(),
+      this.ownsPool ? withDeadline(this.pool.end(), 1_000).catch(() => undefined) : undefined,
+    ]).then(() => undefined);
     return this.closing;
   }
 
@@ -171,7 +182,14 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
     if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
     const guarded = (): Promise<T> =>
-      guardCall(() => this.ensureSchema().then(operation), { action, key, backend: this.name, endpoint: this.endpoint, timeoutMs: this.deadlineMs, undo: undo && (() => undo()) });
+      guardCall(() => this.ensureSchema().then(operation), {
+        action,
+        key,
+        backend: this.name,
+        endpoint: this.endpoint,
+        timeoutMs: this.deadlineMs,
+        undo: undo && (() => undo()),
+      });
     return this.gate.run(guarded).catch((error: unknown) => {
       // The gate's own queue deadline, untyped: the guard types everything else.
       throw error instanceof DeadboltError ? error : new BackendUnavailableError(action, { key, backend: this.name, cause: error });

@@ -16,8 +16,6 @@ export const fairCapabilities: Capabilities = Object.freeze({
   fair: true,
 });
 
-
-
 /** What the fair mode needs besides the command connection. */
 export interface FairSettings {
   /** How long a silent waiter keeps its place (server clock); it heartbeats every third of it. */
@@ -153,7 +151,11 @@ export class FairMode implements LockMode {
 
   async release(grant: Grant): Promise<boolean> {
     if (this.unextended.size > 0) this.unextended.delete(grant as FairGrant);
-    return Number(await runScript(this.connection, 'fair-release', fairKeys(grant.key), [grant.token, this.channelPrefix(grant.key), this.publish])) === 1;
+    return (
+      Number(
+        await runScript(this.connection, 'fair-release', fairKeys(grant.key), [grant.token, this.channelPrefix(grant.key), this.publish]),
+      ) === 1
+    );
   }
 
   async close(): Promise<void> {
@@ -195,7 +197,16 @@ export class FairMode implements LockMode {
   }
 
   private async attempt(request: AcquireRequest, token: string, join: '0' | '1'): Promise<[number, number]> {
-    return pair(await runScript(this.connection, 'fair-acquire', fairKeys(request.key), [token, request.ttlMs, this.settings.waiterLeaseMs, join, this.channelPrefix(request.key), this.publish]));
+    return pair(
+      await runScript(this.connection, 'fair-acquire', fairKeys(request.key), [
+        token,
+        request.ttlMs,
+        this.settings.waiterLeaseMs,
+        join,
+        this.channelPrefix(request.key),
+        this.publish,
+      ]),
+    );
   }
 
   private grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): FairGrant {
@@ -210,7 +221,14 @@ export class FairMode implements LockMode {
     if (this.unextended.size > 0) this.unextended.delete(grant);
   }
 
-  private waitForGrant(request: AcquireRequest, token: string, sentAt: number, pttl: number, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+  private waitForGrant(
+    request: AcquireRequest,
+    token: string,
+    sentAt: number,
+    pttl: number,
+    deadline: number,
+    signal: AbortSignal,
+  ): Promise<Grant | undefined> {
     return new Promise<Grant | undefined>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const finish = (): void => {
@@ -267,7 +285,10 @@ export class FairMode implements LockMode {
             if (waiter.done) return;
             finish();
             // The server may still hold our entry: leave (best effort), then report the failure.
-            this.giveUp(waiter).then(() => reject(error), () => reject(error));
+            this.giveUp(waiter).then(
+              () => reject(error),
+              () => reject(error),
+            );
           },
         );
       };
@@ -291,7 +312,11 @@ export class FairMode implements LockMode {
   private giveUp(waiter: Waiter): Promise<void> {
     waiter.done = true;
     this.waiters.delete(waiter.token);
-    const left = runScript(this.connection, 'fair-leave', waiter.keys, [waiter.token, this.channelPrefix(waiter.request.key), this.publish]).then(() => undefined);
+    const left = runScript(this.connection, 'fair-leave', waiter.keys, [
+      waiter.token,
+      this.channelPrefix(waiter.request.key),
+      this.publish,
+    ]).then(() => undefined);
     this.leaving.add(left);
     const forget = (): void => {
       this.leaving.delete(left);

@@ -40,7 +40,9 @@ export class GetsetMode implements LockMode {
   async tryAcquire(request: AcquireRequest, token = randomToken()): Promise<AttemptResult> {
     const now = Math.floor(this.now());
     const value = `${now + request.ttlMs}:${token}`;
-    const [acquired, remainingMs] = pair(await runScript(this.connection, 'getset-acquire', [request.key], [value, now, garbageTtlMs(request.ttlMs)]));
+    const [acquired, remainingMs] = pair(
+      await runScript(this.connection, 'getset-acquire', [request.key], [value, now, garbageTtlMs(request.ttlMs)]),
+    );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, remainingMs) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token } };
   }
@@ -52,7 +54,12 @@ export class GetsetMode implements LockMode {
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     const now = Math.floor(this.now());
-    const reply = await runScript(this.connection, 'getset-renew', [grant.key], [grant.token, now, `${now + ttlMs}:${grant.token}`, garbageTtlMs(ttlMs)]);
+    const reply = await runScript(
+      this.connection,
+      'getset-renew',
+      [grant.key],
+      [grant.token, now, `${now + ttlMs}:${grant.token}`, garbageTtlMs(ttlMs)],
+    );
     return Number(reply) === 1;
   }
 

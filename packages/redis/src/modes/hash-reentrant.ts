@@ -27,7 +27,9 @@ export class HashReentrantMode implements LockMode {
   constructor(private readonly connection: Redis | Cluster) {}
 
   async tryAcquire(request: AcquireRequest, attempt = ''): Promise<AttemptResult> {
-    const [acquired, value] = pair(await runScript(this.connection, 'hash-acquire', [request.key, fenceKey(request.key)], [request.ttlMs, request.owner, attempt]));
+    const [acquired, value] = pair(
+      await runScript(this.connection, 'hash-acquire', [request.key, fenceKey(request.key)], [request.ttlMs, request.owner, attempt]),
+    );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token: request.owner, fence: value } };
   }
@@ -37,7 +39,12 @@ export class HashReentrantMode implements LockMode {
    * did not add: hash-undo drops one hold only while the hash still names this attempt as the last one.
    */
   undoAcquire(request: AcquireRequest, attempt: string): Promise<unknown> {
-    return runScript(this.connection, 'hash-undo', [request.key, waitingKey(request.key)], [request.owner, attempt, releaseChannel(request.key)]);
+    return runScript(
+      this.connection,
+      'hash-undo',
+      [request.key, waitingKey(request.key)],
+      [request.owner, attempt, releaseChannel(request.key)],
+    );
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
@@ -54,7 +61,11 @@ export class HashReentrantMode implements LockMode {
   }
 
   async release(grant: Grant): Promise<boolean> {
-    return Number(await runScript(this.connection, 'hash-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)])) > 0;
+    return (
+      Number(
+        await runScript(this.connection, 'hash-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)]),
+      ) > 0
+    );
   }
 
   async close(): Promise<void> {}

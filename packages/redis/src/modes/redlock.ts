@@ -31,7 +31,9 @@ export class QuorumUnreachableError extends Error {
     readonly quorum: number,
     readonly causes: readonly unknown[],
   ) {
-    super(`only ${answered} master(s) answered, ${quorum} needed: ${causes.map((cause) => (cause instanceof Error ? cause.message : String(cause))).join('; ')}`);
+    super(
+      `only ${answered} master(s) answered, ${quorum} needed: ${causes.map((cause) => (cause instanceof Error ? cause.message : String(cause))).join('; ')}`,
+    );
     this.name = 'QuorumUnreachableError';
   }
 }
@@ -87,7 +89,9 @@ export class RedlockMode implements LockMode {
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomToken();
     const startedAt = Date.now();
-    const answers = await this.onEveryMaster(this.nodeTimeoutMs(request.ttlMs), (master) => runScript(master, 'set-nx-px', [request.key], [token, request.ttlMs]));
+    const answers = await this.onEveryMaster(this.nodeTimeoutMs(request.ttlMs), (master) =>
+      runScript(master, 'set-nx-px', [request.key], [token, request.ttlMs]),
+    );
     const validUntil = startedAt + request.ttlMs - this.driftMs(request.ttlMs);
     let won = 0;
     let answered = 0;
@@ -104,7 +108,9 @@ export class RedlockMode implements LockMode {
       return { acquired: true, grant };
     }
     // Undo everywhere, even where the SET seemed to fail: it may have landed after our deadline.
-    await this.onEveryMaster(this.nodeTimeoutMs(request.ttlMs), (master) => runScript(master, 'compare-delete', [request.key], [token, '']));
+    await this.onEveryMaster(this.nodeTimeoutMs(request.ttlMs), (master) =>
+      runScript(master, 'compare-delete', [request.key], [token, '']),
+    );
     if (answered < this.quorum) throw new QuorumUnreachableError(answered, this.quorum, failures(answers));
     // The holder's lease ends on a majority when the quorum-th shortest pttl runs out.
     heldFor.sort((a, b) => a - b);
@@ -114,7 +120,9 @@ export class RedlockMode implements LockMode {
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     const startedAt = Date.now();
-    const answers = await this.onEveryMaster(this.nodeTimeoutMs(ttlMs), (master) => runScript(master, 'compare-pexpire', [grant.key], [grant.token, ttlMs]));
+    const answers = await this.onEveryMaster(this.nodeTimeoutMs(ttlMs), (master) =>
+      runScript(master, 'compare-pexpire', [grant.key], [grant.token, ttlMs]),
+    );
     return this.judgeRenewal(grant, ttlMs, startedAt, answers);
   }
 
@@ -149,7 +157,9 @@ export class RedlockMode implements LockMode {
   }
 
   async release(grant: Grant): Promise<boolean> {
-    const answers = await this.onEveryMaster(this.settings.commandTimeoutMs, (master) => runScript(master, 'compare-delete', [grant.key], [grant.token, '']));
+    const answers = await this.onEveryMaster(this.settings.commandTimeoutMs, (master) =>
+      runScript(master, 'compare-delete', [grant.key], [grant.token, '']),
+    );
     const deleted = answers.filter((answer) => answer.ok && Number(answer.value) === 1).length;
     const answered = answers.filter((answer) => answer.ok).length;
     if (deleted >= this.quorum) return true;

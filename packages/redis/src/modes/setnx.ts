@@ -33,7 +33,9 @@ export class SetnxMode implements LockMode {
   constructor(private readonly connection: Redis | Cluster) {}
 
   async tryAcquire(request: AcquireRequest, token = this.tokens.next()): Promise<AttemptResult> {
-    const [acquired, value] = pair(await runScript(this.connection, 'setnx-acquire', [request.key, fenceKey(request.key)], [token, request.ttlMs]));
+    const [acquired, value] = pair(
+      await runScript(this.connection, 'setnx-acquire', [request.key, fenceKey(request.key)], [token, request.ttlMs]),
+    );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: value } };
   }
@@ -56,7 +58,11 @@ export class SetnxMode implements LockMode {
   }
 
   async release(grant: Grant): Promise<boolean> {
-    return Number(await runScript(this.connection, 'setnx-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)])) === 1;
+    return (
+      Number(
+        await runScript(this.connection, 'setnx-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)]),
+      ) === 1
+    );
   }
 
   async close(): Promise<void> {}

@@ -7,7 +7,9 @@ const root = '/bench-raw';
 const parents = new Map<string, Promise<void>>();
 
 function call<T>(run: (done: (error: Error | Exception | null, value: T) => void) => void): Promise<T> {
-  return new Promise((resolve, reject) => run((error, value) => (error ? reject(error instanceof Error ? error : new Error(error.toString())) : resolve(value))));
+  return new Promise((resolve, reject) =>
+    run((error, value) => (error ? reject(error instanceof Error ? error : new Error(error.toString())) : resolve(value))),
+  );
 }
 
 const sequence = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));

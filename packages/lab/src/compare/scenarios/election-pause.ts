@@ -29,21 +29,36 @@ const rows = [
 
 export const electionPause: Scenario = {
   name: 'election-pause',
-  description: 'Leader election under a pause: the first leader is frozen (SIGSTOP) inside its term for three ttls, then thawed. Its term runs out and another participant is elected; when the old leader wakes it still believes it leads and writes. Only the term, used as a fencing token, lets the resource refuse that write.',
+  description:
+    'Leader election under a pause: the first leader is frozen (SIGSTOP) inside its term for three ttls, then thawed. Its term runs out and another participant is elected; when the old leader wakes it still believes it leads and writes. Only the term, used as a fencing token, lets the resource refuse that write.',
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
-  run: (opts) => forEachRow('election-pause', rows, opts, async (t) => {
-    const server = await t.start(await servers());
-    try {
-      const url = t.url(server.url);
-      await requireCapability(url, 'election');
-      const spec: RunSpec = {
-        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (opts.quick ? 5 : 7), ttlMs: t.ttlMs,
-        holdMs: 300, othersStartAfterFirstHold: true, perClient: () => ({ primitive: { kind: 'election' } }),
-      };
-      const history = await runWorkload(spec, (ctx) => pauseFirstTerm(ctx, t.ttlMs));
-      return row(t.backend, t.mode, 'election-pause', history,
-        'two leaders at once (a term is a lease, whatever the class); 0 stale writes accepted by the fenced register (the term is the fence)',
-        (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0);
-    } finally { await server.stop(); }
-  }),
+  run: (opts) =>
+    forEachRow('election-pause', rows, opts, async (t) => {
+      const server = await t.start(await servers());
+      try {
+        const url = t.url(server.url);
+        await requireCapability(url, 'election');
+        const spec: RunSpec = {
+          url,
+          clients: 3,
+          childClients: 1,
+          durationMs: t.ttlMs * (opts.quick ? 5 : 7),
+          ttlMs: t.ttlMs,
+          holdMs: 300,
+          othersStartAfterFirstHold: true,
+          perClient: () => ({ primitive: { kind: 'election' } }),
+        };
+        const history = await runWorkload(spec, (ctx) => pauseFirstTerm(ctx, t.ttlMs));
+        return row(
+          t.backend,
+          t.mode,
+          'election-pause',
+          history,
+          'two leaders at once (a term is a lease, whatever the class); 0 stale writes accepted by the fenced register (the term is the fence)',
+          (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0,
+        );
+      } finally {
+        await server.stop();
+      }
+    }),
 };

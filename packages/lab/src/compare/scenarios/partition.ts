@@ -19,7 +19,11 @@ import { targets, type Target, type TargetName } from '../targets.js';
 async function partitionFirstHold(ctx: RunContext, proxy: TcpProxy, ttlMs: number): Promise<void> {
   await ctx.fault(`c0 cut off (partition) ${(ttlMs * 3) / 1000} s`, async () => {
     proxy.partition();
-    try { await sleep(ttlMs * 3); } finally { proxy.heal(); }
+    try {
+      await sleep(ttlMs * 3);
+    } finally {
+      proxy.heal();
+    }
   });
 }
 
@@ -32,23 +36,37 @@ async function runTarget(t: Target, quick: boolean): Promise<ScenarioResult> {
     try {
       const url = t.url(server.url);
       const spec: RunSpec = {
-        url, clients: 3, childClients: 1, durationMs: t.ttlMs * (quick ? 7 : 8), ttlMs: t.ttlMs,
+        url,
+        clients: 3,
+        childClients: 1,
+        durationMs: t.ttlMs * (quick ? 7 : 8),
+        ttlMs: t.ttlMs,
         // Longer than the ttl: c0 is still working, on renewals, when the partition cuts them.
         holdMs: Math.round(t.ttlMs * 2.5),
         othersStartAfterFirstHold: true,
         perClient: (i) => ({ autoRenew: true, ...(i === 0 ? { url: proxy.rewrite(url) } : {}) }),
       };
       const history = await runWorkload(spec, (ctx) => partitionFirstHold(ctx, proxy, t.ttlMs));
-      return row(t.backend, t.mode, 'partition', history,
+      return row(
+        t.backend,
+        t.mode,
+        'partition',
+        history,
         '0 overlaps: the cut-off holder is told it lost the lock before its lease can have expired on the server (at least 1 loss notice)',
-        (c) => c.overlaps === 0 && c.lostNotices > 0);
-    } finally { await proxy.close(); }
-  } finally { await server.stop(); }
+        (c) => c.overlaps === 0 && c.lostNotices > 0,
+      );
+    } finally {
+      await proxy.close();
+    }
+  } finally {
+    await server.stop();
+  }
 }
 
 export const partition: Scenario = {
   name: 'partition',
-  description: 'The first holder is cut off from the server for three ttls while it works and needs to renew its lease: the network drops nothing and refuses nothing, bytes just stop arriving (a TCP proxy the harness controls). A correct client library tells the holder it lost the lock before the server can have given it to anyone else.',
+  description:
+    'The first holder is cut off from the server for three ttls while it works and needs to renew its lease: the network drops nothing and refuses nothing, bytes just stop arriving (a TCP proxy the harness controls). A correct client library tells the holder it lost the lock before the server can have given it to anyone else.',
   rows,
   run: (opts) => forEachRow('partition', targets(rows), opts, (t) => runTarget(t, opts.quick)),
 };

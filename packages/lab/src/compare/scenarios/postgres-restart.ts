@@ -9,7 +9,8 @@ const rows = [
 /** Restart PostgreSQL mid-run: advisory holders lose their sessions (and are told); lease rows survive. */
 export const postgresRestart: Scenario = {
   name: 'postgres-restart',
-  description: 'The PostgreSQL server restarts mid-run (a crash and recovery, or a planned restart). Advisory locks live in the database session, so they vanish and their holders are told; lease rows are stored in a table and survive.',
+  description:
+    'The PostgreSQL server restarts mid-run (a crash and recovery, or a planned restart). Advisory locks live in the database session, so they vanish and their holders are told; lease rows are stored in a table and survive.',
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
   async run(opts) {
     // Started on the first row that runs (none may: --only), shared by the others.
@@ -18,15 +19,29 @@ export const postgresRestart: Scenario = {
       return await forEachRow('postgres-restart', rows, opts, async ({ mode }) => {
         started ??= servers().then((s) => s.startPostgres());
         const server = await started;
-        const spec: RunSpec = { url: `${server.url}?mode=${mode}`, clients: 3, childClients: 0, durationMs: opts.quick ? 5000 : 6000, ttlMs: 3000, holdMs: 300 };
+        const spec: RunSpec = {
+          url: `${server.url}?mode=${mode}`,
+          clients: 3,
+          childClients: 0,
+          durationMs: opts.quick ? 5000 : 6000,
+          ttlMs: 3000,
+          holdMs: 300,
+        };
         const history = await runWorkload(spec, async (ctx) => {
           await sleep(1500);
           await ctx.fault('PostgreSQL restarted', () => server.restart());
         });
-        return row('postgres', mode, 'postgres-restart', history,
+        return row(
+          'postgres',
+          mode,
+          'postgres-restart',
+          history,
           mode === 'advisory' ? 'holders told they lost the lock; 0 overlaps when they obey' : '0 overlaps',
-          (c) => c.overlaps === 0);
+          (c) => c.overlaps === 0,
+        );
       });
-    } finally { if (started) await (await started).stop(); }
+    } finally {
+      if (started) await (await started).stop();
+    }
   },
 };

@@ -48,7 +48,9 @@ async function freezeReplication(pair: RedisPrimaryReplica): Promise<void> {
 async function promoteWithin(pair: RedisPrimaryReplica, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    try { return await pair.promote(); } catch (error) {
+    try {
+      return await pair.promote();
+    } catch (error) {
       if (Date.now() >= deadline) throw error;
       await sleep(100);
     }
@@ -71,7 +73,8 @@ async function followPrimaryByAddress(pair: RedisPrimaryReplica, timeoutMs: numb
   const reply = await redisCommand(replica.host, replica.port, `REPLICAOF ${link[1]} ${link[2]}`, 2000);
   // Redis answers the second form when the replica already follows that host and port (always so
   // for a process replica, started with --replicaof 127.0.0.1 <port>): nothing to change then.
-  if (reply !== '+OK\r\n' && reply !== '+OK Already connected to specified master\r\n') throw new Error(`REPLICAOF ${link[1]} ${link[2]} answered ${JSON.stringify(reply)}`);
+  if (reply !== '+OK\r\n' && reply !== '+OK Already connected to specified master\r\n')
+    throw new Error(`REPLICAOF ${link[1]} ${link[2]} answered ${JSON.stringify(reply)}`);
   const deadline = Date.now() + timeoutMs;
   const synced = async (): Promise<boolean> => {
     const info = (await redisCommand(replica.host, replica.port, 'INFO replication', 1000)) ?? '';
@@ -91,31 +94,45 @@ const rows = [
 
 export const redisFailover: Scenario = {
   name: 'redis-failover',
-  description: 'The Redis primary dies and its replica is promoted, but the replica had not yet received the latest grant (replication is asynchronous; the lag is made explicit by pausing the replica). The new primary has never heard of the lock and grants it again.',
+  description:
+    'The Redis primary dies and its replica is promoted, but the replica had not yet received the latest grant (replication is asynchronous; the lag is made explicit by pausing the replica). The new primary has never heard of the lock and grants it again.',
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
-  run: (opts) => forEachRow('redis-failover', rows, opts, async ({ mode }) => {
-    const s = await servers();
-    // shutdown-timeout 0: Redis 7 otherwise spends up to 10 s of its SIGTERM shutdown waiting for a
-    // lagging replica to catch up, and the paused replica is lagging by design. A crash does not wait.
-    const pair = await s.startRedisPrimaryReplica({ args: ['--shutdown-timeout', '0'] });
-    try {
-      const proxy = await startProxy(pair.primary.host, pair.primary.port);
+  run: (opts) =>
+    forEachRow('redis-failover', rows, opts, async ({ mode }) => {
+      const s = await servers();
+      // shutdown-timeout 0: Redis 7 otherwise spends up to 10 s of its SIGTERM shutdown waiting for a
+      // lagging replica to catch up, and the paused replica is lagging by design. A crash does not wait.
+      const pair = await s.startRedisPrimaryReplica({ args: ['--shutdown-timeout', '0'] });
       try {
-        await followPrimaryByAddress(pair, 10_000);
-        await freezeReplication(pair);
-        const ttlMs = 8000;
-        const spec: RunSpec = {
-          url: `${proxy.rewrite(pair.primary.url)}?mode=${mode}`,
-          clients: 3, childClients: 1, durationMs: opts.quick ? 10_000 : 12_000, ttlMs,
-          // Long enough to cover a container stop, unpause and promotion on a busy machine.
-          holdMs: 6000,
-          othersStartAfterFirstHold: true,
-        };
-        const history = await runWorkload(spec, (ctx) => failOverDuringFirstHold(ctx, pair, proxy));
-        return row('redis', mode, 'redis-failover', history,
-          'overlaps: the grant never reached the replica (paused: it stands for replication lag), so the promoted replica grants the lock again while c0 holds it',
-          (c) => c.overlaps > 0);
-      } finally { await proxy.close(); }
-    } finally { await pair.stop(); }
-  }),
+        const proxy = await startProxy(pair.primary.host, pair.primary.port);
+        try {
+          await followPrimaryByAddress(pair, 10_000);
+          await freezeReplication(pair);
+          const ttlMs = 8000;
+          const spec: RunSpec = {
+            url: `${proxy.rewrite(pair.primary.url)}?mode=${mode}`,
+            clients: 3,
+            childClients: 1,
+            durationMs: opts.quick ? 10_000 : 12_000,
+            ttlMs,
+            // Long enough to cover a container stop, unpause and promotion on a busy machine.
+            holdMs: 6000,
+            othersStartAfterFirstHold: true,
+          };
+          const history = await runWorkload(spec, (ctx) => failOverDuringFirstHold(ctx, pair, proxy));
+          return row(
+            'redis',
+            mode,
+            'redis-failover',
+            history,
+            'overlaps: the grant never reached the replica (paused: it stands for replication lag), so the promoted replica grants the lock again while c0 holds it',
+            (c) => c.overlaps > 0,
+          );
+        } finally {
+          await proxy.close();
+        }
+      } finally {
+        await pair.stop();
+      }
+    }),
 };

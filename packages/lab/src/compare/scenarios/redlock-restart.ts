@@ -18,7 +18,12 @@ import type { ServerHandle } from '@deadbolt/conformance/servers';
  * stalled SET NX to masters 4 and 5 (a partition delays bytes, it does not drop them), where it
  * would land on free keys and shut the others out: a different story from the one told here.
  */
-async function restartThirdMasterDuringFirstHold(ctx: RunContext, masters: readonly ServerHandle[], proxies: readonly TcpProxy[], ttlMs: number): Promise<void> {
+async function restartThirdMasterDuringFirstHold(
+  ctx: RunContext,
+  masters: readonly ServerHandle[],
+  proxies: readonly TcpProxy[],
+  ttlMs: number,
+): Promise<void> {
   // Listening before the restart, so a hold taken the moment master 3 is back is not missed.
   const secondHolder = Promise.race([ctx.nextHold(1), ctx.nextHold(2)]);
   await ctx.fault('master 3 restarted empty', async () => {
@@ -26,7 +31,9 @@ async function restartThirdMasterDuringFirstHold(ctx: RunContext, masters: reado
     await masters[2]!.up();
   });
   let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<void>((r) => { timer = setTimeout(r, ttlMs); });
+  const gaveUp = new Promise<void>((r) => {
+    timer = setTimeout(r, ttlMs);
+  });
   await Promise.race([secondHolder, gaveUp]);
   clearTimeout(timer);
   for (const p of proxies) p.heal();
@@ -36,36 +43,46 @@ const rows = [{ backend: 'redis', mode: 'redlock', pkg: '@deadbolt/redis' }] as 
 
 export const redlockRestart: Scenario = {
   name: 'redlock-restart',
-  description: "Kleppmann's RedLock counter-example: five independent Redis masters; the first holder's grant rests on a bare majority (3 of 5), then one of those three restarts without persistence and comes back empty, so another client wins a majority too. (RedLock's own algorithm: the single-server Redis modes meet their version of this in redis-failover.)",
+  description:
+    "Kleppmann's RedLock counter-example: five independent Redis masters; the first holder's grant rests on a bare majority (3 of 5), then one of those three restarts without persistence and comes back empty, so another client wins a majority too. (RedLock's own algorithm: the single-server Redis modes meet their version of this in redis-failover.)",
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
-  run: (opts) => forEachRow('redlock-restart', rows, opts, async () => {
-    const s = await servers();
-    // No RDB snapshot, no AOF: a restarted master has lost every key.
-    const masters = await s.startRedisMasters(5, { args: ['--save', '', '--appendonly', 'no'] });
-    const proxies: TcpProxy[] = [];
-    try {
-      for (const m of masters.slice(3)) proxies.push(await startProxy(m.host, m.port));
-      for (const p of proxies) p.partition();
-      const address = (m: ServerHandle): string => `${m.host}:${m.port}`;
-      const direct = masters.map(address);
-      const viaProxies = [...direct.slice(0, 3), ...proxies.map((p) => p.address)];
-      const ttlMs = 10_000;
-      const spec: RunSpec = {
-        url: `redis://${direct.join(',')}?mode=redlock`,
-        clients: 3, childClients: 1, durationMs: opts.quick ? 12_000 : 14_000, ttlMs,
-        // c0's acquire spends nodeTimeoutMs (ttl/5) on masters 4 and 5; its hold must then cover a
-        // container restart of master 3 on a busy machine and still end inside its validity.
-        holdMs: 6000,
-        othersStartAfterFirstHold: true,
-        perClient: (i) => (i === 0 ? { url: `redis://${viaProxies.join(',')}?mode=redlock` } : {}),
-      };
-      const history = await runWorkload(spec, (ctx) => restartThirdMasterDuringFirstHold(ctx, masters, proxies, ttlMs));
-      return row('redis', 'redlock', 'redlock-restart', history,
-        'overlaps: c0 won masters 1-3 only; master 3 restarted without persistence, so another client wins 3-5 while c0 holds (Kleppmann)',
-        (c) => c.overlaps > 0);
-    } finally {
-      await Promise.all(proxies.map((p) => p.close()));
-      await Promise.all(masters.map((m) => m.stop()));
-    }
-  }),
+  run: (opts) =>
+    forEachRow('redlock-restart', rows, opts, async () => {
+      const s = await servers();
+      // No RDB snapshot, no AOF: a restarted master has lost every key.
+      const masters = await s.startRedisMasters(5, { args: ['--save', '', '--appendonly', 'no'] });
+      const proxies: TcpProxy[] = [];
+      try {
+        for (const m of masters.slice(3)) proxies.push(await startProxy(m.host, m.port));
+        for (const p of proxies) p.partition();
+        const address = (m: ServerHandle): string => `${m.host}:${m.port}`;
+        const direct = masters.map(address);
+        const viaProxies = [...direct.slice(0, 3), ...proxies.map((p) => p.address)];
+        const ttlMs = 10_000;
+        const spec: RunSpec = {
+          url: `redis://${direct.join(',')}?mode=redlock`,
+          clients: 3,
+          childClients: 1,
+          durationMs: opts.quick ? 12_000 : 14_000,
+          ttlMs,
+          // c0's acquire spends nodeTimeoutMs (ttl/5) on masters 4 and 5; its hold must then cover a
+          // container restart of master 3 on a busy machine and still end inside its validity.
+          holdMs: 6000,
+          othersStartAfterFirstHold: true,
+          perClient: (i) => (i === 0 ? { url: `redis://${viaProxies.join(',')}?mode=redlock` } : {}),
+        };
+        const history = await runWorkload(spec, (ctx) => restartThirdMasterDuringFirstHold(ctx, masters, proxies, ttlMs));
+        return row(
+          'redis',
+          'redlock',
+          'redlock-restart',
+          history,
+          'overlaps: c0 won masters 1-3 only; master 3 restarted without persistence, so another client wins 3-5 while c0 holds (Kleppmann)',
+          (c) => c.overlaps > 0,
+        );
+      } finally {
+        await Promise.all(proxies.map((p) => p.close()));
+        await Promise.all(masters.map((m) => m.stop()));
+      }
+    }),
 };
