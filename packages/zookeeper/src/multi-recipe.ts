@@ -114,7 +114,7 @@ export async function runMultiLockRecipe(
         for (;;) {
           const where = await position(run, path);
           if (where.kind === 'gone') break; // the session ended: start over with new nodes
-          if (where.kind === 'first') {
+          if (where.kind === 'holds') {
             held.push({ path, stat: where.stat });
             break;
           }
@@ -123,7 +123,7 @@ export async function runMultiLockRecipe(
             return undefined;
           }
           onQueued?.();
-          const outcome = await awaitPredecessor(run, path, where.predecessor, deadline, signal);
+          const outcome = await awaitPredecessor(run, path, where.watch, deadline, signal);
           if (outcome !== 'changed') {
             await deleteAll(runs, ours);
             return undefined;

@@ -108,13 +108,21 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
   }
 }
 
-/** Where our node stands: first (the lock is ours; `stat` carries its czxid), behind `predecessor`, or gone (session ended). */
-export type Position =
-  | { readonly kind: 'first'; readonly stat: Stat }
-  | { readonly kind: 'behind'; readonly predecessor: string }
+/**
+ * Where our node stands after a look at its siblings: it holds (`stat` carries its czxid, the fence),
+ * it waits for `watch` (the node before it) to change, it waits for `changed` (a watch the look
+ * itself set: the semaphore's listing of its leases), or it is gone (the session ended).
+ */
+export type Standing = PredecessorStanding | { readonly kind: 'behind'; readonly changed: Promise<void> };
+
+/** A mutex's (or a read-write lock's) standing: it waits only ever on the node before it. */
+export type PredecessorStanding =
+  | { readonly kind: 'holds'; readonly stat: Stat }
+  | { readonly kind: 'behind'; readonly watch: string }
   | { readonly kind: 'gone' };
 
-export async function position(run: RecipeRun, ours: string): Promise<Position> {
+/** The mutex's look: ours holds when it sorts first among the contenders, else it watches the one before it. */
+export async function position(run: RecipeRun, ours: string): Promise<PredecessorStanding> {
   // Both requests go out together (one round trip): the stat is wasted when we are not first, but
   // a holder needs its czxid (the fence) and would otherwise pay a round trip of its own for it.
   const [children, own] = await Promise.all([
@@ -124,8 +132,8 @@ export async function position(run: RecipeRun, ours: string): Promise<Position> 
   const sorted = contenders(children, run.nodeName);
   const index = sorted.indexOf(baseName(ours));
   if (index < 0 || own === undefined) return { kind: 'gone' };
-  if (index === 0) return { kind: 'first', stat: own };
-  return { kind: 'behind', predecessor: `${run.lockPath}/${sorted[index - 1]}` };
+  if (index === 0) return { kind: 'holds', stat: own };
+  return { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
 }
 
 /**
@@ -149,6 +157,16 @@ export async function awaitPredecessor(
     throw error;
   }
   run.hooks.onWatch?.(run.lockPath, ours, predecessor);
+  return untilChanged(run, changed, deadline, signal);
+}
+
+/** A watch firing, or the reason to stop waiting for it (rejects when the session ends: our node is gone with it). */
+export async function untilChanged(
+  run: RecipeRun,
+  changed: Promise<void>,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<'changed' | GiveUp> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   let onEnded: (() => void) | undefined;
@@ -177,29 +195,36 @@ export async function awaitPredecessor(
 }
 
 /**
- * The whole recipe. `wait` false is tryAcquire: not first means busy, and our node goes at once.
- * Resolves with our node (path and stat) when it is first, or undefined after a give-up (node deleted).
+ * The wait loop every recipe shares (mutex, read-write, the semaphore's leases; Curator's
+ * LockInternals.internalLockLoop): create our node, look where it stands, hold, or wait for the
+ * change that may let it hold and look again; a node the session lost is replaced by a new one.
+ * `wait` false is tryAcquire: not holding means busy, and our node goes at once. Resolves with our
+ * node (path and stat) when it holds, or undefined after a give-up (node deleted).
  */
-export async function runLockRecipe(
+export async function runContenderLoop(
   run: RecipeRun,
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
+  look: (ours: string) => Promise<Standing>,
 ): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
   const never = new AbortController().signal;
   for (;;) {
     const ours = await createContender(run, deadline);
     try {
       for (;;) {
-        const where = await position(run, ours);
+        const where = await look(ours);
         if (where.kind === 'gone') break; // the session lost our node: start over with a new one
-        if (where.kind === 'first') return { path: ours, stat: where.stat };
+        if (where.kind === 'holds') return { path: ours, stat: where.stat };
         if (!wait || Date.now() >= deadline || signal?.aborted) {
           await deleteNode(run, ours);
           return undefined;
         }
         run.onQueued?.();
-        const outcome = await awaitPredecessor(run, ours, where.predecessor, deadline, signal ?? never);
+        const outcome =
+          'watch' in where
+            ? await awaitPredecessor(run, ours, where.watch, deadline, signal ?? never)
+            : await untilChanged(run, where.changed, deadline, signal ?? never);
         if (outcome !== 'changed') {
           await deleteNode(run, ours);
           return undefined;
@@ -212,4 +237,14 @@ export async function runLockRecipe(
     }
     if (!wait || Date.now() >= deadline) return undefined;
   }
+}
+
+/** The mutex recipe: the contender loop with the mutex's look. */
+export function runLockRecipe(
+  run: RecipeRun,
+  wait: boolean,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+  return runContenderLoop(run, wait, deadline, signal, (ours) => position(run, ours));
 }

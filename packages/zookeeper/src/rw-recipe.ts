@@ -1,7 +1,7 @@
 import type { Stat } from 'node-zookeeper-client';
 import { baseName } from './naming.js';
 import { CreateMode, getChildren, stat } from './operations.js';
-import { awaitPredecessor, createContender, deleteNode, type RecipeRun } from './recipe.js';
+import { runContenderLoop, type PredecessorStanding, type RecipeRun } from './recipe.js';
 
 /**
  * Apache Curator's InterProcessReadWriteLock, node for node (InterProcessReadWriteLock.java,
@@ -41,12 +41,7 @@ export function readWriteContenders(children: readonly string[]): string[] {
 
 export type ReadWriteMode = 'read' | 'write';
 
-type Position =
-  | { readonly kind: 'holds'; readonly stat: Stat }
-  | { readonly kind: 'behind'; readonly watch: string }
-  | { readonly kind: 'gone' };
-
-async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downgrade: boolean): Promise<Position> {
+async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downgrade: boolean): Promise<PredecessorStanding> {
   const deadline = Date.now() + run.operationTimeoutMs;
   const [children, own] = await Promise.all([getChildren(run.client, run.lockPath, deadline), stat(run.client, ours, deadline)]);
   const sorted = readWriteContenders(children);
@@ -63,10 +58,10 @@ async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downg
 }
 
 /**
- * The whole read-write recipe, the same loop as the mutex's (recipe.ts): `wait` false is
- * tryAcquire. `downgradeOf`: the path of this owner's write node, for a read taken beside it.
+ * The whole read-write recipe: the mutex's contender loop (recipe.ts) with the read-write look.
+ * `wait` false is tryAcquire. `downgradeOf`: the path of this owner's write node, for a read taken beside it.
  */
-export async function runReadWriteRecipe(
+export function runReadWriteRecipe(
   run: RecipeRun,
   mode: ReadWriteMode,
   downgradeOf: string | undefined,
@@ -74,35 +69,9 @@ export async function runReadWriteRecipe(
   deadline: number,
   signal: AbortSignal | undefined,
 ): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
-  const never = new AbortController().signal;
   const naming: Pick<RecipeRun, 'nodeName' | 'createMode'> =
     downgradeOf !== undefined
       ? { nodeName: `${readMarker}${readWriteSortKey(baseName(downgradeOf))}`, createMode: CreateMode.EPHEMERAL }
       : { nodeName: mode === 'read' ? readMarker : writeMarker };
-  const creating = { ...run, ...naming };
-  for (;;) {
-    const ours = await createContender(creating, deadline);
-    try {
-      for (;;) {
-        const where = await position(run, ours, mode, downgradeOf !== undefined);
-        if (where.kind === 'gone') break;
-        if (where.kind === 'holds') return { path: ours, stat: where.stat };
-        if (!wait || Date.now() >= deadline || signal?.aborted) {
-          await deleteNode(run, ours);
-          return undefined;
-        }
-        run.onQueued?.();
-        const outcome = await awaitPredecessor(run, ours, where.watch, deadline, signal ?? never);
-        if (outcome !== 'changed') {
-          await deleteNode(run, ours);
-          return undefined;
-        }
-        run.hooks.onRecheck?.(run.lockPath, ours);
-      }
-    } catch (error) {
-      await deleteNode(run, ours);
-      throw error;
-    }
-    if (!wait || Date.now() >= deadline) return undefined;
-  }
+  return runContenderLoop({ ...run, ...naming }, wait, deadline, signal, (ours) => position(run, ours, mode, downgradeOf !== undefined));
 }

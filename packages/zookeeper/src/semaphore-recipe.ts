@@ -1,7 +1,7 @@
 import type { Event, Stat } from 'node-zookeeper-client';
 import { baseName } from './naming.js';
 import { request, stat } from './operations.js';
-import { createContender, deleteNode, runLockRecipe, type GiveUp, type RecipeRun } from './recipe.js';
+import { deleteNode, runContenderLoop, runLockRecipe, type RecipeRun, type Standing } from './recipe.js';
 
 /**
  * Apache Curator's InterProcessSemaphoreV2, node for node (InterProcessSemaphoreV2.java), so a
@@ -27,6 +27,22 @@ function watchChildren(run: RecipeRun, path: string, watcher: (event: Event) => 
   );
 }
 
+/**
+ * The look inside the gate: list `leases` with a watch (and stat our lease, in the same round trip);
+ * ours holds while there are at most `permits` leases, else it waits for the listing to change.
+ */
+async function leaseStanding(leasesRun: RecipeRun, ours: string, permits: number): Promise<Standing> {
+  let fired!: () => void;
+  const changed = new Promise<void>((resolve) => (fired = resolve));
+  const [children, own] = await Promise.all([
+    watchChildren(leasesRun, leasesRun.lockPath, () => fired()),
+    stat(leasesRun.client, ours, Date.now() + leasesRun.operationTimeoutMs),
+  ]);
+  if (own === undefined || !children.includes(baseName(ours))) return { kind: 'gone' };
+  if (children.length <= permits) return { kind: 'holds', stat: own };
+  return { kind: 'behind', changed };
+}
+
 export async function runSemaphoreRecipe(
   run: RecipeRun,
   permits: number,
@@ -39,71 +55,8 @@ export async function runSemaphoreRecipe(
   if (!gate) return undefined;
   try {
     const leasesRun: RecipeRun = { ...run, lockPath: `${run.lockPath}/${leasesChild}`, nodeName: leaseName };
-    for (;;) {
-      const ours = await createContender(leasesRun, deadline);
-      try {
-        for (;;) {
-          let fired!: () => void;
-          const changed = new Promise<void>((resolve) => (fired = resolve));
-          const [children, own] = await Promise.all([
-            watchChildren(leasesRun, leasesRun.lockPath, () => fired()),
-            stat(run.client, ours, Date.now() + run.operationTimeoutMs),
-          ]);
-          if (own === undefined || !children.includes(baseName(ours))) break; // the session lost our node: a new one
-          if (children.length <= permits) return { path: ours, stat: own };
-          if (!wait || Date.now() >= deadline || signal?.aborted) {
-            await deleteNode(leasesRun, ours);
-            return undefined;
-          }
-          run.onQueued?.();
-          const outcome = await until(changed, run.sessionEnded, deadline, signal);
-          if (outcome !== 'changed') {
-            await deleteNode(leasesRun, ours);
-            return undefined;
-          }
-          run.hooks.onRecheck?.(leasesRun.lockPath, ours);
-        }
-      } catch (error) {
-        await deleteNode(leasesRun, ours);
-        throw error;
-      }
-      if (!wait || Date.now() >= deadline) return undefined;
-    }
+    return await runContenderLoop(leasesRun, wait, deadline, signal, (ours) => leaseStanding(leasesRun, ours, permits));
   } finally {
     await deleteNode(gateRun, gate.path);
-  }
-}
-
-/** The watch firing, or the reason to stop waiting for it (rejects when the session ends). */
-async function until(
-  changed: Promise<void>,
-  sessionEnded: AbortSignal,
-  deadline: number,
-  signal: AbortSignal | undefined,
-): Promise<'changed' | GiveUp> {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  let onEnded: (() => void) | undefined;
-  try {
-    return await Promise.race<'changed' | GiveUp>([
-      changed.then(() => 'changed' as const),
-      new Promise<never>((_resolve, reject) => {
-        onEnded = () => reject(new Error('the ZooKeeper session ended while waiting for a permit'));
-        if (sessionEnded.aborted) onEnded();
-        else sessionEnded.addEventListener('abort', onEnded, { once: true });
-      }),
-      new Promise<GiveUp>((resolve) => {
-        timer = setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now()));
-      }),
-      new Promise<GiveUp>((resolve) => {
-        onAbort = () => resolve('aborted');
-        if (signal?.aborted) onAbort();
-        else signal?.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
-    if (onEnded) sessionEnded.removeEventListener('abort', onEnded);
   }
 }
