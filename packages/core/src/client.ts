@@ -44,6 +44,8 @@ interface CallPolicy {
   readonly timeoutMs?: number;
   /** Release a grant that lands after core gave up (acquire calls). */
   readonly undoLateGrant?: boolean;
+  /** The attempt's lease ttl: how long that release is retried at most (a frozen server). */
+  readonly leaseTtlMs?: number;
   /** close() cuts the call short (every call but close()'s own releases). Default true. */
   readonly closable?: boolean;
 }
@@ -309,6 +311,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, signal), {
         timeoutMs: Math.max(0, deadline - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs,
         undoLateGrant: true,
+        leaseTtlMs: plan.ttlMs,
       });
       if (grant && signal.aborted) {
         // Granted in the same instant as the abort: give it back rather than leave it held.
@@ -318,7 +321,10 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
       throw this.timeout(backend, plan, attempts);
     }
-    const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), { undoLateGrant: true });
+    const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), {
+      undoLateGrant: true,
+      leaseTtlMs: plan.ttlMs,
+    });
     if (result.acquired) {
       if (signal.aborted) {
         await this.call(backend, 'release', plan.userKey, () => backend.release(result.grant), { closable: false }).catch(() => false);
@@ -333,7 +339,10 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private async reenter(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, lease: Lease): Promise<Lock | undefined> {
     if (backend.capabilities.reentrant === 'server') {
       // The server keeps the count (hash-reentrant): it must see every hold and every release.
-      const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), { undoLateGrant: true });
+      const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), {
+        undoLateGrant: true,
+        leaseTtlMs: plan.ttlMs,
+      });
       if (!result.acquired) {
         this.markLost(lease, 'the server no longer knows this owner as the holder');
         return undefined;
@@ -552,6 +561,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
             if (grant !== undefined) return backend.release(grant);
           }
         : undefined,
+      undoWithinMs: policy.leaseTtlMs,
     });
   }
 

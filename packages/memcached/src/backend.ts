@@ -127,45 +127,17 @@ export class MemcachedBackend implements LockBackend {
     const grant: Grant = slot ?? { key: request.key, owner: request.owner, token };
     // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token
     // (release without a known CAS compares the token), so it cannot leave a lease nobody holds (issue 14).
+    // The kit's guard retries the undo until the server answers, within the lease's ttl.
     const cas = await this.#run(
       'acquire',
       request.key,
       () => addReturningCas(this.#connection(), key, token, expirySeconds(request.ttlMs), leaseEndFlags(request.ttlMs)),
-      () => this.#undo(grant, request.ttlMs),
+      () => this.release(grant),
+      request.ttlMs,
     );
     if (cas === undefined) return { acquired: false };
     this.#cas.set(token, cas);
     return { acquired: true, grant };
-  }
-
-  /**
-   * Undoes an ADD we gave up on, by its token (never another owner's lock), until the server has
-   * answered. A single try is not enough: while the server is frozen the undo times out too, and the
-   * ADD still runs when it wakes (seen with a paused container). After the first answer one more
-   * try follows 500 ms later, because a reconnected socket may reach the server before the old one's
-   * ADD. Bounded by the lease (after it nothing is left to undo) and by close().
-   */
-  async #undo(grant: Grant, ttlMs: number): Promise<void> {
-    const until = Date.now() + ttlMs;
-    let answered = 0;
-    while (answered < 2 && Date.now() < until && !this.#closed.signal.aborted) {
-      try {
-        if (await this.release(grant)) return;
-        answered += 1;
-      } catch {
-        // no answer yet: try again below
-      }
-      const closed = this.#closed.signal;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, 500);
-        function done(): void {
-          clearTimeout(timer);
-          closed.removeEventListener('abort', done);
-          resolve();
-        }
-        closed.addEventListener('abort', done, { once: true });
-      });
-    }
   }
 
   /** SET guarded by the grant's CAS with the new expiry: compare-and-extend in one round trip. */
@@ -265,6 +237,7 @@ export class MemcachedBackend implements LockBackend {
     key: string,
     operation: () => Promise<T>,
     undo?: (late: T | undefined) => Promise<unknown> | undefined,
+    undoWithinMs?: number,
   ): Promise<T> {
     this.#corkThisTick();
     return guardCall(operation, {
@@ -275,6 +248,7 @@ export class MemcachedBackend implements LockBackend {
       timeoutMs: this.#options.timeoutMs,
       signal: this.#closed.signal,
       undo,
+      undoWithinMs,
     });
   }
 }

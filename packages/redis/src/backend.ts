@@ -170,6 +170,7 @@ export class RedisBackend implements LockBackend {
         if (late === undefined) return this.mode.undoAcquire?.(request, token);
         if (late.acquired) return this.mode.release(late.grant);
       },
+      request.ttlMs,
     );
   }
 
@@ -259,6 +260,7 @@ export class RedisBackend implements LockBackend {
     operation: () => Promise<T>,
     bounded = true,
     undo?: (late: T | undefined) => Promise<unknown> | undefined,
+    undoWithinMs?: number,
   ): Promise<T> {
     if (this.closing)
       return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
@@ -271,6 +273,9 @@ export class RedisBackend implements LockBackend {
       timeoutMs: timed ? this.deadlineMs : Number.POSITIVE_INFINITY,
       signal: timed ? this.closed.signal : undefined,
       undo,
+      // The kit retries the undo until the server answers, within the attempt's ttl, until close().
+      undoWithinMs,
+      closed: this.closed.signal,
     });
   }
 }

@@ -1,6 +1,7 @@
 import { DeadlineExceededError } from '../deadline.js';
 import { BackendUnavailableError, DeadboltError } from '../errors.js';
 import { explainConnectionError } from './connection-errors.js';
+import { undoUntilAnswered } from './undo-until-answered.js';
 
 /** What one guarded call is, for the typed error it may become. Never a URL or a credential. */
 export interface GuardedCall<T> {
@@ -22,10 +23,18 @@ export interface GuardedCall<T> {
    * - with undefined, when the operation failed (a client-side timeout, a dropped connection) or the
    *   guard gave up and it then failed: the server may or may not have run it.
    * An acquire's undo deletes its own attempt's token (compare-and-delete), so it is safe whether or
-   * not the attempt ran; on a single ordered connection it queues behind the attempt it undoes.
+   * not the attempt ran, and safe to repeat; on a single ordered connection it queues behind the
+   * attempt it undoes. The guard retries it until it answers (a frozen server times the undo out as
+   * well, then runs the attempt on wake; see undo-until-answered.ts), bounded by `undoWithinMs` and
+   * by `closed`. An undo that resolves `false` ("nothing of this attempt found") after an unknown
+   * outcome is tried once more: the attempt may still be queued on another socket.
    * Errors of the undo are swallowed: it is tidying up, and the lease's ttl still bounds the orphan.
    */
   readonly undo?: ((late: T | undefined) => Promise<unknown> | void) | undefined;
+  /** How long the undo is retried at most: the attempt's lease ttl (default 30 s, the default ttl). */
+  readonly undoWithinMs?: number | undefined;
+  /** The backend's close: stops the undo's retries and clears their timer. Default: `signal`. */
+  readonly closed?: AbortSignal | undefined;
 }
 
 /**
@@ -64,11 +73,11 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     pending.then(
       (value) => {
         if (finish()) resolve(value);
-        else runUndo(undo, value); // we gave up first: the caller will never see this value
+        else runUndo(undo, value, call); // we gave up first: the caller will never see this value
       },
       (error: unknown) => {
         const first = finish();
-        runUndo(undo, undefined); // failed: whether the server ran it is unknown
+        runUndo(undo, undefined, call); // failed: whether the server ran it is unknown
         if (first) reject(typed(error, call));
       },
     );
@@ -99,13 +108,10 @@ function onAbortOf(signal: AbortSignal): Set<() => void> {
   return handlers;
 }
 
-function runUndo<T>(undo: ((late: T | undefined) => Promise<unknown> | void) | undefined, late: T | undefined): void {
+function runUndo<T>(undo: GuardedCall<T>['undo'], late: T | undefined, call: GuardedCall<T>): void {
   if (undo === undefined) return;
-  try {
-    void Promise.resolve(undo(late)).catch(() => undefined);
-  } catch {
-    // best effort: the ttl bounds what is left
-  }
+  // best effort, retried until the server answers; the ttl bounds what is left
+  void undoUntilAnswered(undo, late, { withinMs: call.undoWithinMs, closed: call.closed ?? call.signal }).catch(() => undefined);
 }
 
 /** A DeadboltError (or an AbortError / TimeoutError) as it is; anything else as BackendUnavailableError. */

@@ -57,6 +57,8 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   private readonly gate: Gate;
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /** Aborted by close(): stops the kit's retried undo of an attempt given up on. */
+  private readonly closed = new AbortController();
   private readonly election: LeaseElection;
 
   constructor(options: ResolvedPostgresOptions) {
@@ -112,6 +114,7 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
       // Given up on (a frozen server answers late): delete this attempt's row, if it made one, so no
       // lease is left for the whole ttl (issue 14). Deleting by its random token is always safe.
       () => this.release({ key: request.key, owner: request.owner, token }),
+      request.ttlMs,
     );
     const row = result.rows[0];
     if (row?.fence === null || row?.fence === undefined) {
@@ -155,6 +158,7 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
   }
 
   close(): Promise<void> {
+    this.closed.abort(new Error('the backend is closed'));
     this.closing ??= Promise.all([
       this.listener.close(),
       this.ownsPool ? withDeadline(this.pool.end(), 1_000).catch(() => undefined) : undefined,
@@ -179,7 +183,13 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
     return this.schema;
   }
 
-  private async run<T>(action: string, key: string | undefined, operation: () => Promise<T>, undo?: () => Promise<unknown>): Promise<T> {
+  private async run<T>(
+    action: string,
+    key: string | undefined,
+    operation: () => Promise<T>,
+    undo?: () => Promise<unknown>,
+    undoWithinMs?: number,
+  ): Promise<T> {
     if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
     const guarded = (): Promise<T> =>
       guardCall(() => this.ensureSchema().then(operation), {
@@ -189,6 +199,10 @@ export class LeaseBackend implements LockBackend, ElectionBackend {
         endpoint: this.endpoint,
         timeoutMs: this.deadlineMs,
         undo: undo && (() => undo()),
+        // Retried until the server answers (a pool: the undo may reach it before the attempt, and
+        // "nothing found" is confirmed once more), within the attempt's ttl, until close().
+        undoWithinMs,
+        closed: this.closed.signal,
       });
     return this.gate.run(guarded).catch((error: unknown) => {
       // The gate's own queue deadline, untyped: the guard types everything else.
