@@ -43,8 +43,13 @@ export async function createContenders(runs: readonly RecipeRun[], deadline: num
     return paths;
   };
   let lastError: unknown;
+  // As in the single-lock create: once we made the parents, the multi is tried again whatever the
+  // deadline (a tryAcquire's deadline is now, and a concurrent parent sweep made every first try of
+  // it fail with NO_NODE, which says nothing true about the locks).
+  let parentsJustMade = false;
   try {
-    for (let attempt = 0; attempt === 0 || Date.now() < deadline; attempt += 1) {
+    for (let attempt = 0; attempt === 0 || parentsJustMade || Date.now() < deadline; attempt += 1) {
+      parentsJustMade = false;
       const transaction = first.client.transaction();
       for (const run of runs) transaction.create(nodePrefix(run.lockPath, guid, run.nodeName), run.data, CreateMode.EPHEMERAL_SEQUENTIAL);
       try {
@@ -74,6 +79,7 @@ export async function createContenders(runs: readonly RecipeRun[], deadline: num
               }),
             ),
           );
+          parentsJustMade = attempt < 3;
           continue;
         }
         if (!isInDoubt(error)) throw error;

@@ -102,6 +102,14 @@ describe('zookeeper acquireAll: one multi enqueues under every path', () => {
     expect(all.keys).toEqual(['q:1', 'q:2']);
     await all.release();
   });
+
+  it('an acquireAll with no wait on first-time keys (no parents yet) makes the parents and takes them', async () => {
+    const fresh = randomUUID().slice(0, 8);
+    const keys = [`fresh-${fresh}:1`, `fresh-${fresh}:2`];
+    const all = await client().acquireAll(keys, { waitMs: 0 });
+    expect(all.keys).toEqual(keys);
+    await all.release();
+  });
 });
 
 describe('zookeeper election: Curator LeaderLatch and LeaderSelector layouts', () => {
