@@ -17,7 +17,8 @@ import { closeConnection, lastConnectionError, openCommandConnection, openMaster
 import { withDeadline } from './deadline.js';
 import { campaignSetnx, leaderSetnx } from './election.js';
 import { releaseChannel, waitingKey, waitingMarkMs } from './keys.js';
-import { FairMode } from './modes/fair.js';
+import { FairMode, type FairSettings } from './modes/fair.js';
+import { FairKinds } from './modes/fair-kinds.js';
 import { GetsetMode } from './modes/getset.js';
 import { HashReentrantMode } from './modes/hash-reentrant.js';
 import type { LockMode } from './modes/mode.js';
@@ -64,6 +65,8 @@ export class RedisBackend implements LockBackend {
   readonly leader?: (key: string) => Promise<string | undefined>;
 
   private readonly mode: LockMode;
+  /** fair: read-write locks and semaphores (requests with a kind, and their grants) go here. */
+  private readonly kinds: FairKinds | undefined;
   private readonly owned: (Redis | Cluster)[] = [];
   /** Every command connection, owned or the user's: only simulateCrash() drops the user's. */
   private readonly commandConnections: (Redis | Cluster)[] = [];
@@ -121,9 +124,16 @@ export class RedisBackend implements LockBackend {
       }
       if (this.mode instanceof FairMode) {
         const fair = this.mode;
+        const kinds = new FairKinds(connection, this.fairSettings(connection), this.name);
+        this.kinds = kinds;
         this.acquireQueuesAtOnce = true;
         this.acquire = (request, deadline, signal) =>
-          this.run('acquire', request.key, () => fair.acquire(request, deadline, signal), false);
+          this.run(
+            'acquire',
+            request.key,
+            () => (request.kind === undefined ? fair.acquire(request, deadline, signal) : kinds.acquire(request, deadline, signal)),
+            false,
+          );
       }
     }
     this.capabilities = this.mode.capabilities;
@@ -140,15 +150,28 @@ export class RedisBackend implements LockBackend {
       case 'getset':
         return new GetsetMode(connection, this.options.now);
       case 'fair':
-        return new FairMode(connection, {
-          waiterLeaseMs: this.options.waiterLeaseMs,
-          cluster: connection instanceof Cluster,
-          // On Cluster, shard channels need ioredis' sharded subscribers (one per master).
-          openSubscriber: () => subscriberOf(connection, { shardedSubscribers: true }),
-        });
+        return new FairMode(connection, this.fairSettings(connection));
       default:
         throw new Error(`unreachable mode ${this.options.mode}`);
     }
+  }
+
+  private fairSettings(connection: Redis | Cluster): FairSettings {
+    return {
+      waiterLeaseMs: this.options.waiterLeaseMs,
+      cluster: connection instanceof Cluster,
+      // On Cluster, shard channels need ioredis' sharded subscribers (one per master).
+      openSubscriber: () => subscriberOf(connection, { shardedSubscribers: true }),
+    };
+  }
+
+  /** The mode that serves a request: the fair mode's kinds (read, write, permit) have their own scripts. */
+  private modeFor(request: AcquireRequest): LockMode {
+    return request.kind !== undefined && this.kinds !== undefined ? this.kinds : this.mode;
+  }
+
+  private modeOf(grant: Grant): LockMode {
+    return this.kinds?.owns(grant) === true ? this.kinds : this.mode;
   }
 
   /** The one global order of a multi-lock's keys: by Cluster slot, then key (multi.ts). */
@@ -157,34 +180,52 @@ export class RedisBackend implements LockBackend {
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const token = this.mode.tokenFor?.(request) ?? this.tokens.next();
+    const mode = this.modeFor(request);
+    const token = mode.tokenFor?.(request) ?? this.tokens.next();
     return this.run(
       'acquire',
       request.key,
-      () => this.mode.tryAcquire(request, token),
+      () => mode.tryAcquire(request, token),
       true,
       (late) => {
         // Given up on (a frozen server answers after ioredis' command timeout, or never): the script
         // may still run when the server wakes. Undo this attempt's token; on the same connection the
         // undo runs after the attempt, so no lease is left for the whole ttl (issue 14).
-        if (late === undefined) return this.mode.undoAcquire?.(request, token);
-        if (late.acquired) return this.mode.release(late.grant);
+        if (late === undefined) return mode.undoAcquire?.(request, token);
+        if (late.acquired) return mode.release(late.grant);
       },
       request.ttlMs,
     );
   }
 
   renew(grant: Grant, ttlMs: number): Promise<boolean> {
-    return this.run('renew', grant.key, () => this.mode.renew(grant, ttlMs));
+    return this.run('renew', grant.key, () => this.modeOf(grant).renew(grant, ttlMs));
   }
 
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
     if (grants.length === 0) return Promise.resolve([]);
-    return this.run('renew', grants.length === 1 ? grants[0]!.key : undefined, () => this.mode.renewMany(grants, ttlMs));
+    return this.run('renew', grants.length === 1 ? grants[0]!.key : undefined, () => this.renewEach(grants, ttlMs));
+  }
+
+  /** Mutex grants and kind grants renew through their own scripts, in one round trip each, side by side. */
+  private async renewEach(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
+    const kinds = this.kinds;
+    if (kinds === undefined || !grants.some((grant) => kinds.owns(grant))) return this.mode.renewMany(grants, ttlMs);
+    const [ours, theirs] = [[] as number[], [] as number[]];
+    for (const [index, grant] of grants.entries()) (kinds.owns(grant) ? ours : theirs).push(index);
+    const pick = <T>(items: readonly T[], indices: number[]): T[] => indices.map((index) => items[index]!);
+    const [kindReplies, mutexReplies] = await Promise.all([
+      kinds.renewMany(pick(grants, ours), pick(ttlMs, ours)),
+      theirs.length > 0 ? this.mode.renewMany(pick(grants, theirs), pick(ttlMs, theirs)) : Promise.resolve([]),
+    ]);
+    const replies = new Array<boolean>(grants.length);
+    for (const [position, index] of ours.entries()) replies[index] = kindReplies[position]!;
+    for (const [position, index] of theirs.entries()) replies[index] = mutexReplies[position]!;
+    return replies;
   }
 
   release(grant: Grant): Promise<boolean> {
-    return this.run('release', grant.key, () => this.mode.release(grant));
+    return this.run('release', grant.key, () => this.modeOf(grant).release(grant));
   }
 
   get isClosed(): boolean {
@@ -203,25 +244,32 @@ export class RedisBackend implements LockBackend {
    */
   simulateCrash(): void {
     if (this.mode instanceof FairMode) this.mode.crash();
-    const subscribers = [this.notifier?.close(), this.mode instanceof FairMode ? this.mode.subscriber() : undefined];
+    this.kinds?.crash();
+    const subscribers = [
+      this.notifier?.close(),
+      this.mode instanceof FairMode ? this.mode.subscriber() : undefined,
+      this.kinds?.subscriber(),
+    ];
     for (const connection of [...this.commandConnections, ...subscribers]) connection?.disconnect();
   }
 
   /** Test support (the fair suite's lost-message case): the grant subscriber's socket drops for good. */
   simulateLostGrantMessages(): void {
-    const subscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
-    // A half-closed socket still delivers what is in flight: stop listening first.
-    subscriber?.removeAllListeners('message');
-    subscriber?.removeAllListeners('smessage');
-    subscriber?.disconnect();
+    for (const subscriber of [this.mode instanceof FairMode ? this.mode.subscriber() : undefined, this.kinds?.subscriber()]) {
+      // A half-closed socket still delivers what is in flight: stop listening first.
+      subscriber?.removeAllListeners('message');
+      subscriber?.removeAllListeners('smessage');
+      subscriber?.disconnect();
+    }
   }
 
   private async shutdown(): Promise<void> {
     this.closed.abort(new BackendUnavailableError('close', { backend: this.name, cause: new Error('the backend is closed') }));
     const subscriber = this.notifier?.close();
-    await this.mode.close();
+    await Promise.all([this.mode.close(), this.kinds?.close()]);
     const grantSubscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
-    const connections = [...this.owned, ...[subscriber, grantSubscriber].filter((connection) => connection !== undefined)];
+    const kindSubscriber = this.kinds?.subscriber();
+    const connections = [...this.owned, ...[subscriber, grantSubscriber, kindSubscriber].filter((connection) => connection !== undefined)];
     await Promise.all(connections.map((connection) => closeConnection(connection, quitTimeoutMs)));
   }
 

@@ -1,4 +1,5 @@
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import * as kindsLua from './kinds-lua.js';
 import * as lua from './lua.js';
 
 /** Script name -> its Lua source and the number of KEYS it takes. */
@@ -19,6 +20,10 @@ const scripts = {
   'fair-acquire': { keys: 4, lua: lua.fairAcquireLua },
   'fair-release': { keys: 4, lua: lua.fairReleaseLua },
   'fair-leave': { keys: 4, lua: lua.fairLeaveLua },
+  'kind-acquire': { keys: 5, lua: kindsLua.kindAcquireLua },
+  'kind-release': { keys: 5, lua: kindsLua.kindReleaseLua },
+  'kind-leave': { keys: 5, lua: kindsLua.kindLeaveLua },
+  'kind-renew': { keys: 5, lua: kindsLua.kindRenewLua },
 } as const;
 
 export type ScriptName = keyof typeof scripts;

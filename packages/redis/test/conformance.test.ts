@@ -46,6 +46,10 @@ const singleServerHooks = (mode: string) => ({
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
 import { combineMasters } from './masters.js';
+import { redisResidue } from './residue.js';
+
+/** The read-write and semaphore groups run on the single-server and Cluster fair configurations. */
+const primitivesElsewhere = 'CI time: read-write locks and semaphores run on redis:fair and its Cluster configuration';
 
 /**
  * The shared conformance suite against every mode: setnx, getset and hash-reentrant on one server,
@@ -93,6 +97,7 @@ if (describeLockConformance === undefined) {
           fair.create(`${server.url}?mode=fair&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix),
         kill: fair.kill,
         fair: fair.hooks,
+        residue: redisResidue,
         ...singleServerHooks(mode),
       });
     } else {
@@ -137,6 +142,7 @@ if (describeLockConformance === undefined) {
           : (set: RedisSentinelSet, options: { prefix: string }) => fair.create(urlOf(set), options.prefix),
       kill: fair.kill,
       ...(mode === 'fair' ? { fair: fair.hooks } : {}),
+      skipGroups: { readWrite: primitivesElsewhere, semaphore: primitivesElsewhere },
     });
   }
   // setnx, fair and hash-reentrant once more on a 3-master Redis Cluster (every script's keys share a slot).
@@ -157,7 +163,7 @@ if (describeLockConformance === undefined) {
               fair.create(`${urlOf(server)}&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix)
           : (server: ServerHandle, options: { prefix: string }) => fair.create(urlOf(server), options.prefix),
       kill: fair.kill,
-      ...(mode === 'fair' ? { fair: fair.hooks } : {}),
+      ...(mode === 'fair' ? { fair: fair.hooks, residue: redisResidue } : {}),
     });
   }
 }

@@ -50,6 +50,11 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
    * backend sees it): holders, queue entries, nodes, rows. The chaos cases require 0 at the end.
    */
   residue?: (server: S | undefined, keyPrefix: string) => Promise<number>;
+  /**
+   * Whole groups (keys of caseGroups) this configuration leaves out, each with the reason, which is
+   * printed in every skipped title: e.g. CI time, when another configuration runs the same code.
+   */
+  skipGroups?: Readonly<Record<string, string>>;
   /** Operations of each chaos case (random aborts, timeouts and crashes). Default 200. */
   chaosOperations?: number;
   /** What the fair group needs besides `capabilities.fair` and `kill` (skipped without). */

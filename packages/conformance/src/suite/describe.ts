@@ -60,7 +60,7 @@ export function describeLockConformance<S extends ServerLike>(options: Conforman
     for (const [group, cases] of Object.entries(caseGroups)) {
       describe(group, () => {
         for (const testCase of cases) {
-          const reason = testCase.requires?.(resolved as never);
+          const reason = options.skipGroups?.[group] ?? testCase.requires?.(resolved as never);
           if (reason !== undefined) it.skip(`${testCase.title} [skipped: ${reason}]`, () => undefined);
           else it(testCase.title, () => runCase(testCase, options, server));
         }

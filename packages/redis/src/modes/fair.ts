@@ -14,6 +14,9 @@ export const fairCapabilities: Capabilities = Object.freeze({
   notifications: true,
   clock: 'server',
   fair: true,
+  // Read-write locks and semaphores on the same queue machinery (modes/fair-kinds.ts, issue 16).
+  readWrite: true,
+  semaphore: true,
 });
 
 /** What the fair mode needs besides the command connection. */

@@ -1,0 +1,142 @@
+// Broken read-write locks and semaphores of the fair mode, each a one-line change to a real script
+// on a real server: the readWrite and semaphore groups of the conformance suite must catch every
+// one (as packages/conformance/test/mutants-primitives.test.ts does for the memory backend).
+import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
+import { createLockClient, type LockClient } from '@deadbolt/core';
+import {
+  allPermitsAtOnce,
+  crashedPermitReturns,
+  crashedReader,
+  downgrade,
+  fifoAcrossModes,
+  neverMoreThanPermits,
+  noWriterStarvation,
+  oneReleaseOneWaiter,
+  queuedReadersTogether,
+  readersShare,
+  readWriteChaos,
+  runCase,
+  semaphoreChaos,
+  writersExclude,
+  type ConformanceCase,
+} from '@deadbolt/conformance';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
+import { kindAcquireLua, kindLeaveLua, kindReleaseLua } from '../src/kinds-lua.js';
+import { redisResidue } from './residue.js';
+
+type KindScript = 'kind_acquire' | 'kind_release' | 'kind_leave';
+const sources: Record<KindScript, string> = { kind_acquire: kindAcquireLua, kind_release: kindReleaseLua, kind_leave: kindLeaveLua };
+
+/** Replaces `from` by `to` in a script; throws if the text is not there (a mutant must mutate). */
+function mutate(script: KindScript, from: string, to: string): [KindScript, string] {
+  const source = sources[script];
+  if (!source.includes(from)) throw new Error(`mutant of ${script}: "${from}" not found`);
+  return [script, source.split(from).join(to)];
+}
+/** The same change in every script that carries the text (the shared fragment). */
+const everywhere = (from: string, to: string): [KindScript, string][] =>
+  (Object.keys(sources) as KindScript[]).map((script) => mutate(script, from, to));
+
+const permitRoom = "return redis.call('ZCARD', holdersKey) < tonumber(redis.call('HGET', metaKey, 'permits') or '1')";
+
+const mutants: [string, ConformanceCase[], [KindScript, string][]][] = [
+  [
+    'a writer admitted beside readers',
+    [readersShare, writersExclude],
+    everywhere("return redis.call('EXISTS', holdersKey) == 0", "return redis.call('HEXISTS', metaKey, 'writer') == 0"),
+  ],
+  [
+    "readers barge past a queued writer (Redisson's RReadWriteLock)",
+    [noWriterStarvation, fifoAcrossModes],
+    [
+      mutate(
+        'kind_acquire',
+        "if redis.call('EXISTS', queueKey) == 0 and room(mode) then",
+        "if (mode == 'r' or redis.call('EXISTS', queueKey) == 0) and room(mode) then",
+      ),
+    ],
+  ],
+  [
+    'queued readers admitted one at a time',
+    [queuedReadersTogether],
+    everywhere('if not room(mode) then return end', "if not room(mode) or redis.call('EXISTS', holdersKey) == 1 then return end"),
+  ],
+  [
+    'the downgrade read queues behind a waiting writer (CURATOR-276)',
+    [downgrade],
+    [mutate('kind_acquire', "if ARGV[8] ~= '' and", 'if false and')],
+  ],
+  [
+    "holds that never expire (Redisson's RSemaphore)",
+    [crashedReader, crashedPermitReturns],
+    everywhere("local ended = redis.call('ZRANGEBYSCORE', holdersKey, '-inf', now)", 'local ended = {}'),
+  ],
+  ['one permit too many', [allPermitsAtOnce, neverMoreThanPermits], everywhere(permitRoom, permitRoom.replace(' < ', ' <= '))],
+  [
+    'a release that wakes nobody',
+    [oneReleaseOneWaiter],
+    [mutate('kind_release', 'local ours = release(ARGV[1])\ngrantWaiting(ARGV[2], ARGV[3])', 'local ours = release(ARGV[1])')],
+  ],
+  ['a release that admits two waiters', [oneReleaseOneWaiter], [mutate('kind_release', permitRoom, permitRoom.replace(' < ', ' <= '))]],
+  [
+    'an aborted waiter left in the queue (CURATOR-315/462)',
+    [readWriteChaos, semaphoreChaos],
+    [mutate('kind_leave', "redis.call('LREM', queueKey, 1, ARGV[1])\nredis.call('ZREM', waitersKey, ARGV[1])", '')],
+  ],
+];
+
+/**
+ * The mutants run with a 30 s waiter lease (heartbeat every 10 s), so a case sees what the hand-off
+ * paths do: with the suite's 3 s lease, a heartbeat could mend a missing grant (or drop a stranded
+ * entry) inside the case's bounds, and the mutant would pass by luck.
+ */
+const mutantWaiterLeaseMs = 30_000;
+
+describe.concurrent('the readWrite and semaphore groups catch broken fair scripts', () => {
+  let server: ServerHandle;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  for (const [what, cases, changes] of mutants) {
+    for (const testCase of cases) {
+      it(`${what} fails "${testCase.title}"`, async () => {
+        const backends = new WeakMap<LockClient, RedisBackend>();
+        const connections: Redis[] = [];
+        const options = {
+          name: `mutant: ${what}`,
+          capabilities: fairCapabilities,
+          chaosOperations: 40,
+          residue: redisResidue,
+          create: (_: unknown, { prefix }: { prefix: string }) => {
+            // The user's connection: the backend defines the real scripts on it, the mutant overrides some.
+            const connection = new Redis({ host: server.host, port: server.port, lazyConnect: true, maxRetriesPerRequest: 0 });
+            connection.on('error', () => undefined);
+            connections.push(connection);
+            const backend = createRedisBackend({ mode: 'fair', client: connection, waiterLeaseMs: mutantWaiterLeaseMs });
+            for (const [script, lua] of changes) connection.defineCommand(`deadbolt_${script}`, { numberOfKeys: 5, lua });
+            const client = createLockClient({ backend, prefix });
+            backends.set(client, backend);
+            return client;
+          },
+          kill: async (client: LockClient) => backends.get(client)?.simulateCrash(),
+        };
+        try {
+          const error = await runCase(testCase, options, server).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          console.info(`[mutant] ${what}: caught by "${testCase.title}": ${String(error)}`);
+          expect(error).toBeInstanceOf(Error);
+        } finally {
+          for (const connection of connections) connection.disconnect();
+        }
+      }, 60_000);
+    }
+  }
+});

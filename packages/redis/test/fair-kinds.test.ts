@@ -1,0 +1,92 @@
+import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
+import { createLockClient, InvalidArgumentError, UnsupportedOperationError, type Lock, type LockClient } from '@deadbolt/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { slotOf } from '../src/index.js';
+import { kindKeys } from '../src/modes/fair-kinds.js';
+import { Opened } from './support.js';
+
+let server: ServerHandle;
+const opened = new Opened();
+const clients: LockClient[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+});
+afterEach(async () => {
+  await Promise.allSettled(clients.splice(0).map((client) => client.close()));
+  await opened.closeAll();
+});
+afterAll(() => server?.stop());
+
+function client(prefix: string, mode = 'fair'): LockClient {
+  const created = createLockClient({ url: `${server.url}?mode=${mode}`, prefix });
+  clients.push(created);
+  return created;
+}
+
+/** Calls of one command since the last CONFIG RESETSTAT (commands run by scripts count too). */
+async function calls(raw: ReturnType<Opened['raw']>, command: string): Promise<number> {
+  const info = await raw.info('commandstats');
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+}
+
+describe('redis fair mode: read-write locks and semaphores', () => {
+  it('keeps every key of one primitive in one Cluster slot, apart from the mutex and the other primitive', () => {
+    for (const key of ['plain', 'a{tag}b', 'odd}key']) {
+      const keys = [...kindKeys(key, 'rw'), ...kindKeys(key, 'sem')];
+      expect(new Set(keys.map(slotOf))).toEqual(new Set([slotOf(kindKeys(key, 'rw')[0]!)]));
+      expect(new Set(keys).size).toBe(10);
+    }
+  });
+
+  it('refuses a semaphore of another size while one is in use (InvalidArgumentError), and accepts it once it is gone', async () => {
+    const [a, b] = [client('sz:'), client('sz:')];
+    const held = await a.semaphore('quota', { permits: 2 }).acquire();
+    const error = await b
+      .semaphore('quota', { permits: 3 })
+      .tryAcquire()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(String(error)).toMatch(/in use with 2 permits, not 3/);
+    expect(String(error)).toContain('redis:fair');
+    const same = await b.semaphore('quota', { permits: 2 }).tryAcquire();
+    expect(same).not.toBeNull();
+    await Promise.all([held.release(), same!.release()]);
+    const resized = await b.semaphore('quota', { permits: 3 }).tryAcquire();
+    expect(resized).not.toBeNull();
+    await resized!.release();
+  });
+
+  it('other modes refuse both before any I/O with UnsupportedOperationError naming the fair mode', async () => {
+    const setnx = client('un:', 'setnx');
+    await expect(setnx.readWriteLock('k').read.acquire()).rejects.toBeInstanceOf(UnsupportedOperationError);
+    await expect(setnx.semaphore('k', { permits: 2 }).tryAcquire()).rejects.toThrow(/redis \(\?mode=fair\)/);
+  });
+
+  it('a freed permit is granted in the releasing script with ONE message, to the head waiter only; nothing is left after', async () => {
+    const raw = opened.raw(server.url);
+    const holders = [client('one:'), client('one:')];
+    const held = await Promise.all(holders.map((c) => c.semaphore('s', { permits: 2 }).acquire()));
+    const waiters = [client('one:'), client('one:'), client('one:')];
+    const order: number[] = [];
+    const pending: Promise<Lock>[] = [];
+    for (const [index, waiter] of waiters.entries()) {
+      const contended = new Promise((resolve) => waiter.once('contended', resolve));
+      const acquiring = waiter.semaphore('s', { permits: 2 }).acquire({ waitMs: 10_000 });
+      pending.push(acquiring.then((lock) => (order.push(index), lock)));
+      await contended;
+    }
+    // Only grants publish (a waiter's re-check or heartbeat finds no room): count those of one release.
+    await raw.config('RESETSTAT');
+    await held[0]!.release();
+    const first = await Promise.race(pending);
+    expect(await calls(raw, 'publish')).toBe(1);
+    expect(order).toEqual([0]);
+    await held[1]!.release();
+    await first.release();
+    const rest = await Promise.all(pending.slice(1));
+    expect(order).toEqual([0, 1, 2]);
+    await Promise.all(rest.map((lock) => lock.release()));
+    expect((await raw.keys('*one:s*')).sort()).toEqual(['{one:s}:sem:fence']);
+  });
+});
