@@ -221,10 +221,10 @@ export class SessionPool {
   }
 
   /** Ends a session that must not run anything else (an abandoned wait); it holds nothing. */
-  retire(session: Session): void {
+  retire(session: Session): Promise<void> {
     this.remove(session);
     session.dead = true;
-    void endClient(session.client);
+    return endClient(session.client);
   }
 
   async close(): Promise<void> {

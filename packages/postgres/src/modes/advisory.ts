@@ -9,6 +9,8 @@ import {
   type Capabilities,
   type Grant,
   type LockBackend,
+  type MultiAttemptResult,
+  type MultiLockBackend,
 } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { isAlreadyExists } from '../connect.js';
@@ -17,6 +19,7 @@ import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { randomToken } from '../token.js';
+import { AdvisoryMulti } from './advisory-multi.js';
 import { isReadWriteGrant } from './advisory-rw.js';
 import { AdvisoryKinds } from './advisory-semaphore.js';
 
@@ -35,6 +38,8 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
   // locks behind a FIFO gate (advisory-semaphore.ts).
   readWrite: true,
   semaphore: true,
+  // acquireAll: the sorted advisory ids in one statement on one session (advisory-multi.ts).
+  multi: 'atomic',
 });
 
 /** A lock held on one session (or being tried there: `grant` is set once it is ours). */
@@ -60,7 +65,7 @@ const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
  * re-takes its own advisory lock): a key held or being tried here is reported busy without asking.
  * Needs session state, so it does NOT work through a transaction-pooling PgBouncer (use 'lease').
  */
-export class AdvisoryBackend implements LockBackend {
+export class AdvisoryBackend implements LockBackend, MultiLockBackend {
   readonly name = 'postgres:advisory';
   /** The server, for error messages. */
   readonly endpoint: string;
@@ -71,6 +76,7 @@ export class AdvisoryBackend implements LockBackend {
   private readonly names: FenceNames;
   private readonly claims = new Map<string, Claim>();
   private readonly grants = new Map<string, Claim>();
+  private readonly multi: AdvisoryMulti;
   private readonly deadlineMs: number;
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -103,6 +109,34 @@ export class AdvisoryBackend implements LockBackend {
       (client) => this.prepareSession(client),
       (session, cause) => this.sessionDied(session, cause),
     );
+    this.multi = new AdvisoryMulti({
+      name: this.name,
+      options,
+      pool: this.pool,
+      sequence: this.names.sequence,
+      isClaimed: (id) => this.claims.has(id),
+      claim: (id, request) => this.claims.set(id, { id, request, session: undefined, grant: undefined }),
+      unclaim: (id) => {
+        if (this.claims.get(id)?.grant === undefined) this.claims.delete(id);
+      },
+      hold: (id, request, session, counter) => this.hold({ id, request, session, grant: undefined }, session, counter),
+      pick: (action, key, pick) => this.session(action, key, pick),
+      unavailable: (action, key, error) => this.unavailable(action, key, error),
+      cancel: (session) => this.cancel(session),
+    });
+  }
+
+  /** acquireAll's global order: by advisory id, the order the server takes a set in. */
+  orderKeys(fullKeys: readonly string[]): readonly string[] {
+    return this.multi.orderKeys(fullKeys);
+  }
+
+  tryAcquireMany(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult> {
+    return this.multi.tryAcquireMany(requests);
+  }
+
+  acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
+    return this.multi.acquireMany(requests, deadline, signal);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -193,7 +227,7 @@ export class AdvisoryBackend implements LockBackend {
       session.blocked = false;
       if (cancelled || signal.aborted) {
         // Granted as the caller gave up; the session may still get our cancel: end it (that unlocks).
-        this.pool.retire(session);
+        void this.pool.retire(session);
         return undefined;
       }
       return this.hold(claim, session, results[2]?.rows[0]?.counter ?? '');
@@ -201,7 +235,7 @@ export class AdvisoryBackend implements LockBackend {
       session.blocked = false;
       const code = (error as { code?: unknown } | null)?.code;
       if (cancelled) {
-        this.pool.retire(session);
+        void this.pool.retire(session);
         return undefined;
       }
       // 55P03 lock_not_available: lock_timeout, nothing was granted and the session is clean.

@@ -1,0 +1,261 @@
+import { backoffDelayMs, type AcquireRequest, type DeadboltError, type Grant, type MultiAttemptResult } from '@deadbolt/core/adapter';
+import type pg from 'pg';
+import { advisoryLockId } from '../key-hash.js';
+import type { ResolvedPostgresOptions } from '../options.js';
+import type { Session, SessionPool } from '../sessions.js';
+
+/**
+ * Multi-key locks in advisory mode (issue 17, primitives.md §4.1): every key of the set on ONE
+ * session, in ONE statement, in the one global order of their advisory ids (signed 64-bit, the
+ * same on every client), so no two acquirers can wait on each other in a cycle (Havender's ordered
+ * resources); the server's deadlock detector (deadlock_timeout) stays the backstop for cycles with
+ * locks taken outside this order, and a detected deadlock is undone and retried.
+ * - try: a recursive CTE takes the ids in order with pg_try_advisory_lock and stops at the first
+ *   refusal; in the same statement the ids taken are unlocked again when any was refused, or a
+ *   fence counter (nextval, after every grant) is drawn for each when all were granted.
+ * - wait: pg_advisory_lock for each id in order, under SET LOCAL lock_timeout, on a session that
+ *   holds nothing; a timeout or deadlock leaves it holding a prefix of the set, which
+ *   pg_advisory_unlock_all() gives back (the session held nothing else), and an abort ends the
+ *   session (the server drops its locks and its queued request with it).
+ * Session-level advisory locks ignore rollback, which is why every failure path unlocks explicitly.
+ */
+
+/** What the multi-lock needs of the advisory backend. */
+export interface AdvisoryMultiPort {
+  readonly name: string;
+  readonly options: ResolvedPostgresOptions;
+  readonly pool: SessionPool;
+  /** The fence sequence (quoted, schema-qualified). */
+  readonly sequence: string;
+  /** True when a key's id is held or being tried by this client (a session re-takes its own lock). */
+  isClaimed(id: string): boolean;
+  claim(id: string, request: AcquireRequest): void;
+  unclaim(id: string): void;
+  /** Records a granted lock on `session`, with the fence counter drawn after its grant. */
+  hold(id: string, request: AcquireRequest, session: Session, counter: string): Grant;
+  pick<T>(action: string, key: string, pick: () => Promise<T>): Promise<T>;
+  unavailable(action: string, key: string, error: unknown): DeadboltError;
+  /** pg_cancel_backend of `session`'s statement, from another session. */
+  cancel(session: Session): Promise<void>;
+}
+
+interface Entry {
+  readonly request: AcquireRequest;
+  readonly id: string;
+  readonly order: bigint;
+}
+
+const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
+
+/** The global order: by advisory id (namespace included), the order the server takes them in. */
+export function byAdvisoryId(fullKeys: readonly string[], namespace: string): string[] {
+  return fullKeys
+    .map((key) => ({ key, id: advisoryLockId(key, namespace) }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map(({ key }) => key);
+}
+
+export function multiSql(sequence: string) {
+  return {
+    /** $1: the ids in order. busy: 1-based position of the first refused id; counters: one per id when all were granted. */
+    tryAll: {
+      name: 'deadbolt_try_all',
+      text: `WITH RECURSIVE ids AS MATERIALIZED (SELECT id, n FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)),
+        tried (n, id, ok) AS (
+            SELECT n, id, pg_try_advisory_lock(id) FROM ids WHERE n = 1
+          UNION ALL
+            SELECT i.n, i.id, pg_try_advisory_lock(i.id) FROM tried t JOIN ids i ON i.n = t.n + 1 WHERE t.ok),
+        verdict AS (SELECT count(*) FILTER (WHERE ok) = cardinality($1::bigint[]) AS granted, min(n) FILTER (WHERE NOT ok) AS busy FROM tried)
+      SELECT v.busy::int AS busy,
+             (SELECT array_agg(nextval('${sequence}')::text ORDER BY n) FROM tried WHERE v.granted) AS counters,
+             (SELECT count(pg_advisory_unlock(id)) FROM tried WHERE ok AND NOT v.granted)::int AS undone
+      FROM verdict v`,
+    } satisfies pg.QueryConfig,
+    /** After a failed wait: the session held nothing before it, so everything it holds now is the set's. */
+    giveBack: 'SELECT pg_advisory_unlock_all()',
+    unlockAll: { name: 'deadbolt_unlock_ids', text: 'SELECT count(pg_advisory_unlock(id))::int AS n FROM unnest($1::bigint[]) AS t(id)' },
+    /** Ids and timeouts are integers we computed (no user text): inlined, as SET takes no parameters. */
+    waitAll(ids: readonly string[], waitMs: number, statementTimeoutMs: number): string {
+      return `SET LOCAL statement_timeout = ${waitMs + statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
+        WITH granted AS MATERIALIZED (SELECT n, pg_advisory_lock(id) FROM unnest('{${ids.join(',')}}'::bigint[]) WITH ORDINALITY AS t(id, n))
+        SELECT array_agg(nextval('${sequence}')::text ORDER BY n) AS counters FROM granted`;
+    },
+  };
+}
+
+export class AdvisoryMulti {
+  /** The statements (the package's mutant tests swap in broken ones). */
+  sql: ReturnType<typeof multiSql>;
+
+  constructor(private readonly port: AdvisoryMultiPort) {
+    this.sql = multiSql(port.sequence);
+  }
+
+  orderKeys(fullKeys: readonly string[]): readonly string[] {
+    return byAdvisoryId(fullKeys, this.port.options.namespace);
+  }
+
+  /** One statement on one session: every key or none (grants in the order of `requests`). */
+  async tryAcquireMany(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult> {
+    const entries = this.entries(requests);
+    const label = labelOf(requests);
+    const claimed = entries.find((entry) => this.port.isClaimed(entry.id));
+    if (claimed !== undefined) return { acquired: false, busyKey: claimed.request.key };
+    for (const entry of entries) this.port.claim(entry.id, entry.request);
+    const ids = entries.map((entry) => entry.id);
+    let session: Session | undefined;
+    let granted = false;
+    try {
+      session = await this.port.pick('acquire', label, () => this.port.pool.forStatement());
+      const result = await session.query<{ busy: number | null; counters: string[] | null }>(this.sql.tryAll, [ids]);
+      const row = result.rows[0];
+      if (row?.counters === null || row?.counters === undefined || row.counters.length !== entries.length) {
+        const busy = row?.busy === null || row?.busy === undefined ? undefined : entries[row.busy - 1];
+        return { acquired: false, ...(busy === undefined ? {} : { busyKey: busy.request.key }) };
+      }
+      granted = true;
+      return { acquired: true, grants: this.holdAll(entries, requests, session, row.counters) };
+    } catch (error) {
+      // The statement may have failed after some grants (advisory locks ignore rollback): unlock them.
+      if (session !== undefined && !session.dead) void session.query(this.sql.unlockAll, [ids]).catch(() => undefined);
+      throw this.port.unavailable('acquire', label, error);
+    } finally {
+      if (!granted) for (const id of ids) this.port.unclaim(id);
+    }
+  }
+
+  /**
+   * A try first (the uncontended case costs one statement); when refused, the whole set waits in
+   * the server's queues on a session that holds nothing, or polls when none may be parked.
+   */
+  async acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
+    const label = labelOf(requests);
+    for (let attempt = 1; !signal.aborted; attempt += 1) {
+      const tried = await this.tryAcquireMany(requests);
+      if (tried.acquired) return tried.grants;
+      if (attempt === 1) requests[0]?.onContended?.();
+      if (Date.now() >= deadline || signal.aborted) return undefined;
+      const session = await this.port.pick('acquire', label, () => this.port.pool.forWait());
+      if (session !== undefined && !signal.aborted) {
+        const waited = await this.waitAll(requests, session, deadline, signal);
+        if (waited !== 'retry') return waited;
+      }
+      const remainingMs = deadline - Date.now();
+      if (remainingMs <= 0) return undefined;
+      await abortableSleep(Math.min(remainingMs, backoffDelayMs(attempt)), signal);
+    }
+    return undefined;
+  }
+
+  /** The blocking statement. 'retry': a deadlock was detected and undone. */
+  private async waitAll(
+    requests: readonly AcquireRequest[],
+    session: Session,
+    deadline: number,
+    signal: AbortSignal,
+  ): Promise<readonly Grant[] | undefined | 'retry'> {
+    const entries = this.entries(requests);
+    const label = labelOf(requests);
+    const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
+    let cancelled = false;
+    let settled = false;
+    const onAbort = (): void => {
+      cancelled = true;
+      // A cancel that lands before the statement starts waiting is lost: repeat until it settles.
+      void (async () => {
+        while (!settled) {
+          await this.port.cancel(session);
+          if (!settled) await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      })();
+    };
+    session.blocked = true;
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    try {
+      const results = (await session.query(
+        this.sql.waitAll(
+          entries.map((entry) => entry.id),
+          waitMs,
+          this.port.options.statementTimeoutMs,
+        ),
+        undefined,
+        waitMs + this.port.options.connectTimeoutMs + 2 * this.port.options.statementTimeoutMs,
+      )) as unknown as pg.QueryResult<{ counters: string[] | null }>[];
+      settled = true;
+      const counters = results[2]?.rows[0]?.counters;
+      if (cancelled || signal.aborted || counters === null || counters === undefined || counters.length !== entries.length) {
+        // Granted as the caller gave up: end the session, which lets every lock of the set go.
+        await this.port.pool.retire(session);
+        return undefined;
+      }
+      session.blocked = false;
+      return this.holdAll(entries, requests, session, counters);
+    } catch (error) {
+      settled = true;
+      const code = (error as { code?: unknown } | null)?.code;
+      if (cancelled) {
+        await this.port.pool.retire(session);
+        return undefined;
+      }
+      // 55P03 lock_not_available (lock_timeout), 57014 statement_timeout, 40P01 deadlock_detected:
+      // the session holds a prefix of the set and nothing else; give it back before anyone else uses it.
+      if (code === '55P03' || code === '57014' || code === '40P01') {
+        try {
+          await session.query(this.sql.giveBack);
+          session.blocked = false;
+        } catch {
+          await this.port.pool.retire(session);
+        }
+        return code === '40P01' && Date.now() < deadline ? 'retry' : undefined;
+      }
+      session.kill(error instanceof Error ? error : new Error(String(error)));
+      throw this.port.unavailable('acquire', label, error);
+    } finally {
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Every key of the set held on `session`; grants in the order of `requests`. */
+  private holdAll(entries: readonly Entry[], requests: readonly AcquireRequest[], session: Session, counters: readonly string[]): Grant[] {
+    const byKey = new Map<string, Grant>();
+    entries.forEach((entry, index) => byKey.set(entry.request.key, this.port.hold(entry.id, entry.request, session, counters[index]!)));
+    return requests.map((request) => byKey.get(request.key)!);
+  }
+
+  /** The requests in advisory-id order (core already sends them so; sorting again costs nothing). */
+  private entries(requests: readonly AcquireRequest[]): Entry[] {
+    const entries = requests.map((request) => {
+      const order = advisoryLockId(request.key, this.port.options.namespace);
+      return { request, id: order.toString(), order };
+    });
+    entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+    for (let i = 1; i < entries.length; i += 1) {
+      // Two keys with one 64-bit id (probability 2^-64): they are one lock; refuse rather than take it twice.
+      if (entries[i]!.order === entries[i - 1]!.order)
+        throw this.port.unavailable(
+          'acquire',
+          labelOf(requests),
+          new Error(`"${entries[i - 1]!.request.key}" and "${entries[i]!.request.key}" share one advisory id`),
+        );
+    }
+    return entries;
+  }
+}
+
+function labelOf(requests: readonly AcquireRequest[]): string {
+  return requests.map((request) => request.key).join(', ');
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
