@@ -1,5 +1,5 @@
 import { describeLockConformance } from '@deadbolt/conformance';
-import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { postgresStatementCount, startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import type { LockBackend } from '@deadbolt/core/adapter';
 import pg from 'pg';
@@ -33,6 +33,17 @@ async function terminateDeadboltSessions(server: PostgresServerHandle): Promise<
   }
 }
 
+/** Statements the server has run (pg_stat_statements), asked on a session of its own. */
+async function statementCount(server: PostgresServerHandle): Promise<number> {
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  try {
+    return await postgresStatementCount((sql) => admin.query(sql));
+  } finally {
+    await admin.end();
+  }
+}
+
 /** The fixture's URL carries its password: the credential scan looks for it. */
 const credentials = (server: PostgresServerHandle | undefined, { prefix }: { prefix: string }, mode: string) => ({
   secret: server!.password,
@@ -59,6 +70,7 @@ describeLockConformance<PostgresServerHandle>({
   // A waiter in the server's queue holds a session of its own.
   manyWaiters: 40,
   credentials: (server, config) => credentials(server, config, 'advisory'),
+  commandCount: (server) => statementCount(server!),
 });
 
 // Lease clients keep their backend, so the election's killed-leader case can crash one: its pool
@@ -79,4 +91,5 @@ describeLockConformance<PostgresServerHandle>({
   },
   faults,
   credentials: (server, config) => credentials(server, config, 'lease'),
+  commandCount: (server) => statementCount(server!),
 });

@@ -50,3 +50,21 @@ export async function zooKeeperPacketsReceived(host: string, port: number): Prom
   if (!match) throw new Error(`zookeeper at ${host}:${port} did not answer mntr`);
   return Number(match[1]);
 }
+
+/**
+ * PostgreSQL: the statements the server has run, summed over pg_stat_statements (the fixtures
+ * preload it on both providers; updated when each statement ends, with no stats-flush delay as
+ * pg_stat_database's transaction counts have). The fixtures speak no SCRAM, so `query` runs the SQL
+ * on the caller's own client library (`pg`). Each count costs the same two statements (the
+ * CREATE EXTENSION IF NOT EXISTS and the SELECT), which the suite's probe cost subtracts.
+ */
+export async function postgresStatementCount(query: (sql: string) => Promise<unknown>): Promise<number> {
+  const results = await query(postgresStatementCountSql);
+  const last = Array.isArray(results) ? results[results.length - 1] : results;
+  const calls = (last as { rows?: { calls?: unknown }[] } | undefined)?.rows?.[0]?.calls;
+  if (typeof calls !== 'string' && typeof calls !== 'number') throw new Error('postgres did not answer the pg_stat_statements count');
+  return Number(calls);
+}
+
+const postgresStatementCountSql =
+  'CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT coalesce(sum(calls), 0)::text AS calls FROM pg_stat_statements';

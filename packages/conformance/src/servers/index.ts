@@ -35,4 +35,10 @@ export {
   zooKeeperSrvr,
 } from './probes.js';
 export { freePort } from './ports.js';
-export { memcachedCommandCount, redisCommandCount, redisKillClients, zooKeeperPacketsReceived } from './counters.js';
+export {
+  memcachedCommandCount,
+  postgresStatementCount,
+  redisCommandCount,
+  redisKillClients,
+  zooKeeperPacketsReceived,
+} from './counters.js';

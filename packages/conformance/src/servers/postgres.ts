@@ -21,8 +21,21 @@ const database = 'postgres';
 /**
  * Durability off (fsync, synchronous_commit, full_page_writes): these are throwaway test
  * servers, and it makes restarts fast. 200 connections: the safety cases open one per contender.
+ * pg_stat_statements (shipped with the server on Debian and in the images) is the suite's
+ * command counter (counters.ts: bad input sends no statement).
  */
-const serverSettings = ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
+const serverSettings = [
+  '-c',
+  'fsync=off',
+  '-c',
+  'synchronous_commit=off',
+  '-c',
+  'full_page_writes=off',
+  '-c',
+  'max_connections=200',
+  '-c',
+  'shared_preload_libraries=pg_stat_statements',
+];
 
 /**
  * One PostgreSQL server. TCP clients authenticate with SCRAM (user `postgres`, password
