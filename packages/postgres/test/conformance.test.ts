@@ -10,11 +10,9 @@ const advisoryBackends = new WeakMap<LockClient, LockBackend>();
 /** The shared suite against both modes, with the fixture's restart/pause/down faults. */
 const faults = {
   restart: (server: PostgresServerHandle) => server.restart(),
-  // SIGSTOP of the process fixture stops only the postmaster (each backend has its own process
-  // group), so a real freeze of PostgreSQL is only available as a container pause.
-  ...(process.env.DEADBOLT_SERVERS === 'container'
-    ? { pause: (server: PostgresServerHandle) => server.pause(), resume: (server: PostgresServerHandle) => server.resume() }
-    : {}),
+  // The whole cluster freezes: a container pause, or SIGSTOP of the postmaster and every backend.
+  pause: (server: PostgresServerHandle) => server.pause(),
+  resume: (server: PostgresServerHandle) => server.resume(),
   down: (server: PostgresServerHandle) => server.down(),
   up: (server: PostgresServerHandle) => server.up(),
   killConnections: (server: PostgresServerHandle) => terminateDeadboltSessions(server),

@@ -52,7 +52,22 @@ const residue = async (server: ServerHandle | undefined, keyPrefix: string): Pro
 // Server faults are covered by test/ensemble.test.ts and test/recipe.test.ts (leader loss, expiry).
 // Every waiter is a sequential node with a watch on its predecessor: 300 keep the crowd case short
 // on a shared CI machine (1,000 took over 30 s here at a load average of 20).
-const common = { capabilities: zooKeeperCapabilities, create, scaleLocks: 500, kill, residue, chaosOperations: 100, manyWaiters: 300 };
+// Frozen servers (SIGSTOP of the JVM, a container pause; on the ensemble every member at once):
+// an acquire settles within waitMs + one call and leaves no lock behind once the servers wake.
+const faults = {
+  pause: (server: ServerHandle) => server.pause(),
+  resume: (server: ServerHandle) => server.resume(),
+};
+const common = {
+  capabilities: zooKeeperCapabilities,
+  create,
+  scaleLocks: 500,
+  kill,
+  residue,
+  chaosOperations: 100,
+  manyWaiters: 300,
+  faults,
+};
 describeLockConformance({
   name: 'zookeeper (standalone)',
   servers: () => startZooKeeper(),

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { trackProcessGroup, trackTempDir, untrackProcessGroup, untrackTempDir } from './exit-cleanup.js';
+import { descendantPids } from './process-tree.js';
 import { waitUntilReady } from './ready.js';
 import type { ServerHandle, ServerKind } from './types.js';
 
@@ -31,9 +32,10 @@ type State = 'down' | 'up' | 'paused' | 'stopped';
 const stopGraceMs = 10_000;
 
 /**
- * A server binary spawned in its own process group (detached: setsid), so that SIGSTOP/SIGCONT
- * freeze and thaw the whole server, including PostgreSQL's per-connection backends, exactly as a
- * paused host would. Faults are signals; restart respawns on the same port and data directory.
+ * A server binary spawned in its own process group (detached: setsid). SIGSTOP/SIGCONT freeze and
+ * thaw the whole server as a paused host would: the group and every descendant process (PostgreSQL's
+ * backends and auxiliary processes run in sessions of their own). Faults are signals; restart
+ * respawns on the same port and data directory.
  */
 export class ProcessServer implements ServerHandle {
   readonly provider = 'process' as const;
@@ -124,8 +126,9 @@ export class ProcessServer implements ServerHandle {
     const pgid = child.pid;
     if (this.exitReason === undefined) {
       signalQuietly(pgid, this.spec.stopSignal ?? 'SIGTERM');
-      // A stopped process only acts on the signal once it runs again.
+      // A stopped process only acts on the signal once it runs again (a paused server's children too).
       signalQuietly(-pgid, 'SIGCONT');
+      for (const pid of descendantPids(pgid)) signalQuietly(pid, 'SIGCONT');
       let timer: NodeJS.Timeout | undefined;
       const killed = new Promise<void>((resolve) => {
         timer = setTimeout(() => {
@@ -138,7 +141,9 @@ export class ProcessServer implements ServerHandle {
       await this.exited;
     }
     // Children the leader left behind (none normally) go with the group.
+    const leftBehind = descendantPids(pgid);
     signalQuietly(-pgid, 'SIGKILL');
+    for (const pid of leftBehind) signalQuietly(pid, 'SIGKILL');
     untrackProcessGroup(pgid);
     this.child = undefined;
     this.state = 'down';
@@ -151,12 +156,15 @@ export class ProcessServer implements ServerHandle {
 
   async pause(): Promise<void> {
     if (this.state !== 'up' || this.child?.pid === undefined) return this.requireRunning('pause');
+    // The group first: a stopped postmaster forks no new backend while the rest are stopped.
     process.kill(-this.child.pid, 'SIGSTOP');
+    for (const pid of descendantPids(this.child.pid)) signalQuietly(pid, 'SIGSTOP');
     this.state = 'paused';
   }
 
   async resume(): Promise<void> {
     if (this.state !== 'paused' || this.child?.pid === undefined) return;
+    for (const pid of descendantPids(this.child.pid)) signalQuietly(pid, 'SIGCONT');
     process.kill(-this.child.pid, 'SIGCONT');
     this.state = 'up';
   }

@@ -1,0 +1,45 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * Every live descendant of `pid` (children, their children, ...), read from /proc. Needed to freeze
+ * a whole server: PostgreSQL's backends and auxiliary processes each call setsid() at fork
+ * (InitPostmasterChild), so a signal to the postmaster's process group reaches none of them.
+ * Returns [] where /proc is not there (the fixtures run on Linux).
+ */
+export function descendantPids(pid: number): number[] {
+  const childrenOf = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const parent = parentPid(Number(entry));
+    if (parent === undefined) continue;
+    const siblings = childrenOf.get(parent);
+    if (siblings === undefined) childrenOf.set(parent, [Number(entry)]);
+    else siblings.push(Number(entry));
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+    for (const child of childrenOf.get(next) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** The ppid field of /proc/<pid>/stat (after the parenthesised command, which may hold spaces). */
+function parentPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[1]);
+  } catch {
+    return undefined; // exited meanwhile
+  }
+}
