@@ -1,9 +1,145 @@
-import type { LockBackend } from '@deadbolt/core/adapter';
-import { AdvisoryBackend } from './modes/advisory.js';
-import { LeaseBackend } from './modes/lease.js';
+import {
+  BackendUnavailableError,
+  DeadboltError,
+  explainConnectionError,
+  inspectSafely,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Capabilities,
+  type Grant,
+  type LockBackend,
+  type MultiAttemptResult,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
+import pg from 'pg';
+import { clientConfig } from './connect.js';
+import { ReleaseListener } from './listener.js';
+import type { ModeContext, PostgresLockMode } from './modes/mode.js';
+import { modeEntry } from './modes/table.js';
 import type { ResolvedPostgresOptions } from './options.js';
+import { releaseChannel } from './sql.js';
+import { StatementPool } from './statement-pool.js';
 
-/** Picks the mode's backend. No I/O: both connect lazily on first use. */
-export function createPostgresBackendFromOptions(options: ResolvedPostgresOptions): LockBackend {
-  return options.mode === 'lease' ? new LeaseBackend(options) : new AdvisoryBackend(options);
+/** Client-side slack over statement_timeout, which should fire first while the server runs. */
+const slackMs = 500;
+
+/**
+ * The PostgreSQL LockBackend, as packages/redis is organised: one backend owns what every mode shares
+ * (the pg.Pool, the LISTEN connection, the closed state, error mapping, close) and delegates the
+ * algorithm to the mode picked from the mode table (modes/table.ts). It offers exactly the optional
+ * contract methods its mode has (native `acquire`, `waitForChange`, elections, multi-key). No I/O
+ * here: connections open on first use.
+ */
+export class PostgresBackend implements LockBackend {
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  readonly defaultPrefix = '';
+  /** The server, for error messages. */
+  readonly endpoint: string;
+  /** One statement's deadline (connect + statement + slack); core's wait bound is waitMs + this. */
+  readonly callTimeoutMs: number;
+  readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
+  readonly waitForChange?: (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
+  readonly orderKeys?: (fullKeys: readonly string[]) => readonly string[];
+  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
+  readonly acquireMany?: (
+    requests: readonly AcquireRequest[],
+    deadline: number,
+    signal: AbortSignal,
+  ) => Promise<readonly Grant[] | undefined>;
+  readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
+  readonly leader?: (key: string) => Promise<string | undefined>;
+
+  private readonly mode: PostgresLockMode;
+  private readonly statements: StatementPool;
+  private readonly listener: ReleaseListener;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: ResolvedPostgresOptions) {
+    const entry = modeEntry(options.mode);
+    this.name = `postgres:${options.mode}`;
+    this.capabilities = entry.capabilities;
+    this.endpoint = options.endpoint;
+    this.callTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
+    this.statements = new StatementPool(options, this.name, this.callTimeoutMs);
+    // The LISTEN connection: with the application's pool, opened with that pool's settings.
+    const listenConfig: pg.ClientConfig =
+      options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
+    this.listener = new ReleaseListener(
+      () => {
+        const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
+        client.on('error', () => undefined);
+        return client;
+      },
+      releaseChannel,
+      options.connectTimeoutMs + options.statementTimeoutMs,
+    );
+    const backend = this;
+    const context: ModeContext = {
+      options,
+      name: this.name,
+      endpoint: this.endpoint,
+      deadlineMs: this.callTimeoutMs,
+      statements: this.statements,
+      listener: this.listener,
+      get closed() {
+        return backend.closing !== undefined;
+      },
+      unavailable: (action, key, error) => this.unavailable(action, key, error),
+    };
+    const mode = entry.create(context);
+    this.mode = mode;
+    // Only what the mode has: core picks its paths by the presence of these methods.
+    if (mode.acquire) this.acquire = mode.acquire.bind(mode);
+    if (mode.waitForChange) this.waitForChange = mode.waitForChange.bind(mode);
+    if (mode.orderKeys) this.orderKeys = mode.orderKeys.bind(mode);
+    if (mode.tryAcquireMany) this.tryAcquireMany = mode.tryAcquireMany.bind(mode);
+    if (mode.acquireMany) this.acquireMany = mode.acquireMany.bind(mode);
+    if (mode.campaign && mode.leader) {
+      this.campaign = mode.campaign.bind(mode);
+      this.leader = mode.leader.bind(mode);
+    }
+  }
+
+  tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    return this.mode.tryAcquire(request);
+  }
+
+  renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    return this.mode.renew(grant, ttlMs);
+  }
+
+  renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
+    return this.mode.renewMany(grants, ttlMs);
+  }
+
+  release(grant: Grant): Promise<boolean> {
+    return this.mode.release(grant);
+  }
+
+  /** The mode's own sessions first, then the shared pool (never the application's) and the listener. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.mode.close();
+      await Promise.all([this.listener.close(), this.statements.close()]);
+    })();
+    return this.closing;
+  }
+
+  private unavailable(action: string, key: string | undefined, error: unknown): DeadboltError {
+    if (error instanceof DeadboltError) return error;
+    return (
+      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ??
+      new BackendUnavailableError(action, { key, backend: this.name, cause: error })
+    );
+  }
 }
+
+/** Picks the mode from the table and builds the backend. No I/O: connections open on first use. */
+export function createPostgresBackendFromOptions(options: ResolvedPostgresOptions): LockBackend {
+  return new PostgresBackend(options);
+}
+
+// The pool keeps the connection string (and its password): print the mode only.
+inspectSafely(PostgresBackend, (backend) => ({ name: backend.name }));

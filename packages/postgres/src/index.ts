@@ -21,8 +21,10 @@ export function createPostgresBackend(config: string | PostgresBackendOptions): 
 registerBackend('postgres', postgresBackendFactory);
 registerBackend('postgresql', postgresBackendFactory);
 
-export { AdvisoryBackend, advisoryCapabilities } from './modes/advisory.js';
-export { LeaseBackend, leaseCapabilities } from './modes/lease.js';
+export { PostgresBackend } from './backend.js';
+export { advisoryCapabilities } from './modes/advisory.js';
+export { leaseCapabilities } from './modes/lease.js';
+export { postgresModeTable, type PostgresModeEntry } from './modes/table.js';
 export { advisoryLockId, advisoryLockParts } from './key-hash.js';
 export { leaseSql, releaseChannel } from './sql.js';
 export { counterBits as fenceCounterBits } from './fence.js';

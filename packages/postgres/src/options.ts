@@ -12,11 +12,9 @@ import {
   urlParameters,
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
+import { defaultPostgresMode, modeEntry, postgresModes, type PostgresMode } from './modes/table.js';
 
-/** 'advisory': session-level pg_advisory_lock on a dedicated connection. 'lease': a row with a server-clock expiry. */
-export type PostgresMode = 'advisory' | 'lease';
-
-export const postgresModes: readonly PostgresMode[] = Object.freeze(['advisory', 'lease']);
+export { postgresModes, type PostgresMode };
 
 /** The object form, as given in `createLockClient({ backend: 'postgres', options: { ... } })` or beside a URL. */
 export interface PostgresBackendOptions {
@@ -101,6 +99,9 @@ const objectOptions: ReadonlySet<string> = new Set([
   'namespace',
 ]);
 const backend = 'postgres';
+/** Options one mode reads and the others would silently ignore (the mode table's `ownOptions`). */
+const modeSpecificOptions: ReadonlySet<string> = new Set(postgresModes.flatMap((mode) => modeEntry(mode).ownOptions));
+const modesReading = (name: string): string => postgresModes.filter((mode) => modeEntry(mode).ownOptions.includes(name)).join(' or ');
 
 /** Splits `postgres://...?mode=lease&table=x` into Deadbolt options and a plain connection string. No I/O. */
 export function parsePostgresUrl(input: string | URL): PostgresBackendOptions {
@@ -132,7 +133,12 @@ export function resolvePostgresOptions(
   const fromUrl = url === undefined ? {} : parsePostgresUrl(url);
   const merged = { ...fromUrl, ...definedEntries(given) } as Record<string, unknown>;
 
-  const mode = choiceOption('mode', merged.mode ?? 'advisory', postgresModes, backend);
+  const mode = choiceOption('mode', merged.mode ?? defaultPostgresMode, postgresModes, backend);
+  const entry = modeEntry(mode);
+  for (const name of Object.keys(merged)) {
+    if (modeSpecificOptions.has(name) && !entry.ownOptions.includes(name))
+      throw new InvalidArgumentError(name, `only the ${modesReading(name)} mode reads it, not ${mode}`, { backend });
+  }
   const connectionString = merged.connectionString ?? 'postgres://localhost:5432/postgres';
   if (typeof connectionString !== 'string' || !/^postgres(ql)?:\/\//i.test(connectionString)) {
     throw new InvalidArgumentError('connectionString', 'expected a postgres:// URL', { backend });
@@ -149,15 +155,10 @@ export function resolvePostgresOptions(
   }
   const namespace = stringOption('namespace', merged.namespace ?? '', backend);
   const ownPool = isPool(merged.pool) ? merged.pool : undefined;
-  if (ownPool !== undefined && mode === 'advisory') {
-    throw new InvalidArgumentError(
-      'pool',
-      'advisory mode holds dedicated sessions for as long as locks live: give it a connectionString and a pool size, or use mode lease with your pg.Pool',
-      { backend },
-    );
+  if (ownPool !== undefined && entry.refusesAppPool !== undefined) {
+    throw new InvalidArgumentError('pool', entry.refusesAppPool, { backend });
   }
-  // Advisory mode multiplexes locks onto sessions; a blocking wait parks one session each.
-  const pool = ownPool !== undefined ? (ownPool.options.max ?? 10) : (merged.pool ?? (mode === 'advisory' ? 10 : 8));
+  const pool = ownPool !== undefined ? (ownPool.options.max ?? 10) : (merged.pool ?? entry.defaultPool);
   const statementTimeoutMs = durationOption('statementTimeoutMs', merged.statementTimeoutMs ?? defaultStatementTimeoutMs, backend);
   const connectTimeoutMs = durationOption('connectTimeoutMs', merged.connectTimeoutMs ?? statementTimeoutMs, backend);
   return Object.freeze({

@@ -4,7 +4,7 @@ import { createLockClient } from '@deadbolt/core';
 import type { AcquireRequest } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { advisoryCapabilities, advisoryLockId, type AdvisoryBackend, createPostgresBackend } from '../src/index.js';
+import { advisoryCapabilities, advisoryLockId, type PostgresBackend, createPostgresBackend } from '../src/index.js';
 import { byAdvisoryId, multiSql } from '../src/modes/advisory-multi.js';
 
 let server: PostgresServerHandle;
@@ -19,10 +19,10 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const backend = (): AdvisoryBackend => createPostgresBackend(`${server.url}?mode=advisory`) as AdvisoryBackend;
+const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode=advisory`) as PostgresBackend;
 const request = (key: string): AcquireRequest => ({ key, owner: 'o', ttlMs: 1_000, onLost: () => undefined });
 /** The keys in the order acquireAll takes them (core sorts with the backend's orderKeys). */
-const requests = (b: AdvisoryBackend, keys: readonly string[]): AcquireRequest[] => b.orderKeys(keys).map(request);
+const requests = (b: PostgresBackend, keys: readonly string[]): AcquireRequest[] => b.orderKeys!(keys).map(request);
 
 /** Granted advisory locks of these keys: key -> holder pid. */
 async function holders(keys: readonly string[]): Promise<Map<string, number>> {
@@ -48,7 +48,7 @@ describe('postgres:advisory acquireAll', () => {
     const [a, b] = [backend(), backend()];
     const keys = ['set:a', 'set:b', 'set:c', 'set:d'];
     try {
-      const taken = await a.tryAcquireMany(requests(a, keys));
+      const taken = await a.tryAcquireMany!(requests(a, keys));
       expect(taken.acquired).toBe(true);
       if (!taken.acquired) return;
       const pids = await holders(keys);
@@ -59,10 +59,10 @@ describe('postgres:advisory acquireAll', () => {
       expect((await holders(keys)).size).toBe(0);
 
       // The last key in id order is busy: the earlier ones, taken in the same statement, are given back.
-      const last = a.orderKeys(keys).at(-1)!;
+      const last = a.orderKeys!(keys).at(-1)!;
       const busy = await a.tryAcquire(request(last));
       expect(busy.acquired).toBe(true);
-      const refused = await b.tryAcquireMany(requests(b, keys));
+      const refused = await b.tryAcquireMany!(requests(b, keys));
       expect(refused).toEqual({ acquired: false, busyKey: last });
       expect([...(await holders(keys)).keys()]).toEqual([last]);
       if (busy.acquired) await a.release(busy.grant);
@@ -75,14 +75,14 @@ describe('postgres:advisory acquireAll', () => {
     const [a, b] = [backend(), backend()];
     const keys = ['wait:a', 'wait:b', 'wait:c'];
     try {
-      const first = await a.tryAcquireMany(requests(a, keys));
+      const first = await a.tryAcquireMany!(requests(a, keys));
       if (!first.acquired) throw new Error('not taken');
-      const timedOut = await b.acquireMany(requests(b, keys), Date.now() + 300, new AbortController().signal);
+      const timedOut = await b.acquireMany!(requests(b, keys), Date.now() + 300, new AbortController().signal);
       expect(timedOut).toBeUndefined();
       expect(new Set((await holders(keys)).values()).size).toBe(1);
 
       let contended = 0;
-      const waiting = b.acquireMany(
+      const waiting = b.acquireMany!(
         requests(b, keys).map((each) => ({ ...each, onContended: () => (contended += 1) })),
         Date.now() + 10_000,
         new AbortController().signal,

@@ -3,7 +3,7 @@ import { BackendUnavailableError, InvalidArgumentError } from '@deadbolt/core';
 import { type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { advisoryLockId, advisoryLockParts, AdvisoryBackend, createPostgresBackend, resolvePostgresOptions } from '../src/index.js';
+import { advisoryLockId, advisoryLockParts, PostgresBackend, createPostgresBackend, resolvePostgresOptions } from '../src/index.js';
 
 let server: PostgresServerHandle;
 let admin: pg.Client;
@@ -18,7 +18,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const backend = (): AdvisoryBackend => createPostgresBackend(`${server.url}?mode=advisory`) as AdvisoryBackend;
+const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode=advisory`) as PostgresBackend;
 function request(key: string, onLost: AcquireRequest['onLost'] = () => undefined): AcquireRequest {
   return { key, owner: 'o', ttlMs: 1_000, onLost };
 }
@@ -43,7 +43,7 @@ describe('key hash', () => {
       );
       expect(sql.rows[0]?.id).toBe(advisoryLockId(key, namespace).toString());
       // And the documented pg_locks expression finds it while held.
-      const b = createPostgresBackend({ connectionString: server.url, mode: 'advisory', namespace }) as AdvisoryBackend;
+      const b = createPostgresBackend({ connectionString: server.url, mode: 'advisory', namespace }) as PostgresBackend;
       try {
         const attempt = await b.tryAcquire(request(key));
         expect(attempt.acquired).toBe(true);
@@ -90,7 +90,7 @@ describe('postgres:advisory', () => {
       const held = await a.tryAcquire(request('queue'));
       expect(held.acquired).toBe(true);
       const started = Date.now();
-      const waiting = b.acquire(request('queue'), Date.now() + 800, new AbortController().signal);
+      const waiting = b.acquire!(request('queue'), Date.now() + 800, new AbortController().signal);
       // While waiting, the server shows one granted and one waiting entry.
       await expect.poll(async () => (await advisoryLocks('queue')).length, { timeout: 5_000 }).toBe(2);
       expect(await waiting).toBeUndefined();
@@ -109,7 +109,7 @@ describe('postgres:advisory', () => {
     try {
       const held = await a.tryAcquire(request('abort'));
       const controller = new AbortController();
-      const waiting = b.acquire(request('abort'), Date.now() + 30_000, controller.signal);
+      const waiting = b.acquire!(request('abort'), Date.now() + 30_000, controller.signal);
       await expect.poll(async () => (await advisoryLocks('abort')).length, { timeout: 5_000 }).toBe(2);
       const aborted = Date.now();
       controller.abort();
@@ -128,7 +128,7 @@ describe('postgres:advisory', () => {
     const b = backend();
     try {
       const first = await a.tryAcquire(request('handoff'));
-      const waiting = b.acquire(request('handoff'), Date.now() + 10_000, new AbortController().signal);
+      const waiting = b.acquire!(request('handoff'), Date.now() + 10_000, new AbortController().signal);
       await expect.poll(async () => (await advisoryLocks('handoff')).length, { timeout: 5_000 }).toBe(2);
       if (first.acquired) await a.release(first.grant);
       const second = await waiting;

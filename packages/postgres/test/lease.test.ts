@@ -3,7 +3,7 @@ import { type AcquireRequest } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '@deadbolt/core';
-import { createPostgresBackend, LeaseBackend, resolvePostgresOptions } from '../src/index.js';
+import { createPostgresBackend, PostgresBackend, resolvePostgresOptions } from '../src/index.js';
 
 let server: PostgresServerHandle;
 let admin: pg.Client;
@@ -17,13 +17,13 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const backend = (): LeaseBackend => createPostgresBackend(`${server.url}?mode=lease`) as LeaseBackend;
+const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode=lease`) as PostgresBackend;
 const request = (key: string, ttlMs = 10_000): AcquireRequest => ({ key, owner: 'o', ttlMs, onLost: () => undefined });
 
 describe('postgres:lease', () => {
   it("runs on the application's own pg.Pool in its own schema, and never ends that pool", async () => {
     const pool = new pg.Pool({ connectionString: server.url, max: 3 });
-    const b = createPostgresBackend({ mode: 'lease', pool, schema: 'app_locks', table: 'held' }) as LeaseBackend;
+    const b = createPostgresBackend({ mode: 'lease', pool, schema: 'app_locks', table: 'held' }) as PostgresBackend;
     try {
       const grant = await b.tryAcquire(request('own-pool'));
       expect(grant.acquired).toBe(true);
@@ -84,7 +84,7 @@ describe('postgres:lease', () => {
     try {
       const held = await a.tryAcquire(request('notify'));
       if (!held.acquired) throw new Error('not acquired');
-      const woken = b.waitForChange('notify', 30_000, new AbortController().signal);
+      const woken = b.waitForChange!('notify', 30_000, new AbortController().signal);
       // The listener registers, LISTENs, then checks: give the release a LISTEN to land on by polling pg_stat_activity.
       await expect
         .poll(async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)).rows[0].n, {

@@ -1,16 +1,12 @@
 import {
   BackendUnavailableError,
-  explainConnectionError,
   backoffDelayMs,
-  DeadboltError,
-  inspectSafely,
   type AcquireRequest,
   type AttemptResult,
   type Capabilities,
+  type DeadboltError,
   type Grant,
-  type LockBackend,
   type MultiAttemptResult,
-  type MultiLockBackend,
 } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { isAlreadyExists } from '../connect.js';
@@ -22,16 +18,11 @@ import { randomToken } from '../token.js';
 import { AdvisoryMulti } from './advisory-multi.js';
 import { isReadWriteGrant } from './advisory-rw.js';
 import { AdvisoryKinds } from './advisory-semaphore.js';
+import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
 export const advisoryCapabilities: Capabilities = Object.freeze({
-  consistency: 'CP',
-  fencing: true,
-  reentrant: 'client',
-  notifications: true,
+  ...baseCapabilities,
   lease: 'session',
-  clock: 'server',
-  minTtlMs: 10,
-  maxKeyBytes: 1024,
   // pg_advisory_lock waiters are granted in arrival order by the server's lock manager.
   fair: true,
   // pg_advisory_lock_shared / pg_advisory_lock on dedicated sessions (advisory-rw.ts), and slot
@@ -50,7 +41,6 @@ interface Claim {
   grant: Grant | undefined;
 }
 
-const slackMs = 500;
 /** lock_timeout and statement_timeout are int milliseconds. */
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
@@ -65,12 +55,9 @@ const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
  * re-takes its own advisory lock): a key held or being tried here is reported busy without asking.
  * Needs session state, so it does NOT work through a transaction-pooling PgBouncer (use 'lease').
  */
-export class AdvisoryBackend implements LockBackend, MultiLockBackend {
-  readonly name = 'postgres:advisory';
-  /** The server, for error messages. */
-  readonly endpoint: string;
-  readonly capabilities = advisoryCapabilities;
-  readonly defaultPrefix = '';
+export class AdvisoryMode implements PostgresLockMode {
+  private readonly name: string;
+  private readonly options: ResolvedPostgresOptions;
   private readonly pool: SessionPool;
   private readonly readWrite: AdvisoryKinds;
   private readonly names: FenceNames;
@@ -81,15 +68,12 @@ export class AdvisoryBackend implements LockBackend, MultiLockBackend {
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
-  /** One statement's deadline (connect + statement + slack); core bounds a wait by waitMs + this. */
-  get callTimeoutMs(): number {
-    return this.deadlineMs;
-  }
-
-  constructor(private readonly options: ResolvedPostgresOptions) {
-    this.endpoint = options.endpoint;
+  constructor(private readonly context: ModeContext) {
+    const options = context.options;
+    this.options = options;
+    this.name = context.name;
     this.names = fenceNames(options.fenceTable, options.schema);
-    this.deadlineMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
+    this.deadlineMs = context.deadlineMs;
     // Named: parsed and planned once per session. nextval runs only for a granted row, after the grant.
     const counter = `CASE WHEN pg_try_advisory_lock(id) THEN nextval('${this.names.sequence}')::text END AS counter`;
     const statements: BatchStatements = {
@@ -383,7 +367,8 @@ export class AdvisoryBackend implements LockBackend, MultiLockBackend {
   }
 
   private async session<T>(action: string, key: string, pick: () => Promise<T>): Promise<T> {
-    if (this.closing) throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
+    if (this.context.closed || this.closing)
+      throw new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
     try {
       return await pick();
     } catch (error) {
@@ -392,13 +377,6 @@ export class AdvisoryBackend implements LockBackend, MultiLockBackend {
   }
 
   private unavailable(action: string, key: string, error: unknown): DeadboltError {
-    if (error instanceof DeadboltError) return error;
-    return (
-      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ??
-      new BackendUnavailableError(action, { key, backend: this.name, cause: error })
-    );
+    return this.context.unavailable(action, key, error);
   }
 }
-
-// The pool keeps the connection string (and its password): print the mode only.
-inspectSafely(AdvisoryBackend, (backend) => ({ name: backend.name }));

@@ -1,0 +1,116 @@
+import { BackendUnavailableError, DeadboltError, guardCall, withDeadline } from '@deadbolt/core/adapter';
+import pg from 'pg';
+import { clientConfig, Gate, isAlreadyExists } from './connect.js';
+import type { ResolvedPostgresOptions } from './options.js';
+
+/**
+ * The pg.Pool a mode runs single statements on (ours, or the application's own, which Deadbolt
+ * never ends), behind a Gate (pg-pool never queues) and the adapter kit's call guard (deadline,
+ * typed errors, undo of a late effect). The tables a mode needs are created once, lazily, before
+ * its first statement. The pool itself opens connections only on first use.
+ */
+export class StatementPool {
+  private poolInstance: pg.Pool | undefined;
+  private readonly gate: Gate;
+  private readonly schemas: (readonly string[])[] = [];
+  private schema: Promise<void> | undefined;
+  private closing = false;
+  /** Aborted by close(): stops the kit's retried undo of an attempt given up on. */
+  private readonly closed = new AbortController();
+
+  constructor(
+    private readonly options: ResolvedPostgresOptions,
+    private readonly name: string,
+    private readonly deadlineMs: number,
+  ) {
+    // Queue time is bounded separately from the statement deadline (see Gate).
+    this.gate = new Gate(options.pool, 30_000);
+  }
+
+  /** The pool, created on first use: a mode that never runs a pooled statement opens nothing. */
+  get pool(): pg.Pool {
+    if (this.poolInstance === undefined) {
+      const options = this.options;
+      this.poolInstance =
+        options.ownPool ?? new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+      // An idle pooled connection that dies emits 'error' on the pool; the next query reconnects.
+      if (options.ownPool === undefined) this.poolInstance.on('error', () => undefined);
+    }
+    return this.poolInstance;
+  }
+
+  /** Statements (CREATE ... IF NOT EXISTS) to run once before the first guarded statement. */
+  requireSchema(statements: readonly string[]): void {
+    this.schemas.push(statements);
+  }
+
+  /** One statement (or a few on one pooled connection) under the gate and the call guard. */
+  run<T>(
+    action: string,
+    key: string | undefined,
+    operation: (pool: pg.Pool) => Promise<T>,
+    undo?: () => Promise<unknown>,
+    undoWithinMs?: number,
+  ): Promise<T> {
+    if (this.closing) return Promise.reject(this.closedError(action, key));
+    const guarded = (): Promise<T> =>
+      guardCall(() => this.ensureSchema().then(() => operation(this.pool)), {
+        action,
+        key,
+        backend: this.name,
+        endpoint: this.options.endpoint,
+        timeoutMs: this.deadlineMs,
+        undo: undo && (() => undo()),
+        // Retried until the server answers (a pool: the undo may reach it before the attempt, and
+        // "nothing found" is confirmed once more), within the attempt's ttl, until close().
+        undoWithinMs,
+        closed: this.closed.signal,
+      });
+    return this.gate.run(guarded).catch((error: unknown) => {
+      // The gate's own queue deadline, untyped: the guard types everything else.
+      throw error instanceof DeadboltError ? error : new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    });
+  }
+
+  /** Shorthand: one parameterised query. */
+  query<R extends pg.QueryResultRow>(
+    action: string,
+    key: string | undefined,
+    text: string,
+    params: readonly unknown[],
+    undo?: () => Promise<unknown>,
+    undoWithinMs?: number,
+  ) {
+    return this.run(action, key, (pool) => pool.query<R>(text, [...params]), undo, undoWithinMs);
+  }
+
+  /** Ends our own pool (never the application's). */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.closed.abort(new Error('the backend is closed'));
+    if (this.poolInstance !== undefined && this.options.ownPool === undefined) {
+      await withDeadline(this.poolInstance.end(), 1_000).catch(() => undefined);
+    }
+  }
+
+  private closedError(action: string, key: string | undefined): DeadboltError {
+    return new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
+  }
+
+  /** Creates the tables once per backend; a failed attempt is retried by the next call. */
+  private ensureSchema(): Promise<void> {
+    this.schema ??= (async () => {
+      for (const statement of this.schemas.flat()) {
+        try {
+          await this.pool.query(statement);
+        } catch (error) {
+          if (!isAlreadyExists(error)) throw error; // two backends racing on IF NOT EXISTS
+        }
+      }
+    })().catch((error: unknown) => {
+      this.schema = undefined;
+      throw error;
+    });
+    return this.schema;
+  }
+}
