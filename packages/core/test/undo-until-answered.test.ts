@@ -106,7 +106,7 @@ describe('guardCall: the undo of an attempt given up on is retried until the ser
 
   it('an adapter on a frozen server: the attempt runs on wake, the undo that timed out during the freeze is retried, no lease is left', async () => {
     const memory = new MemoryBackend(new MemoryStore());
-    const request: AcquireRequest = { key: 'frozen', owner: 'a', ttlMs: 30_000 };
+    const request: AcquireRequest = { key: 'frozen', owner: 'a', ttlMs: 30_000, onLost: () => {} };
     let frozen = true;
     const onWake: (() => Promise<void>)[] = [];
     let attempted: Grant | undefined;
