@@ -1,6 +1,7 @@
 import type { ServerHandle } from '@deadbolt/conformance/servers';
-import { openDeadbolt } from './deadbolt.js';
-import { openNodeRedlock, openRedisSemaphore } from './raw/peers.js';
+import { openDeadbolt, openDeadboltReadWrite, openDeadboltSemaphore } from './deadbolt.js';
+import type { PrimitiveRun } from './primitives.js';
+import { openNodeRedlock, openRedisSemaphore, openRedisSemaphorePermits } from './raw/peers.js';
 import { openRawMemcached } from './raw/memcached.js';
 import { openRawPostgres } from './raw/postgres.js';
 import { openRawRedis, openRawTokenHandoff } from './raw/redis.js';
@@ -21,6 +22,8 @@ export interface BackendPlan {
    * default in reasonable time or granularity; `why` says so in the progress output and here.
    */
   readonly scale?: { readonly locks?: number; readonly ttlMs?: number; readonly why: string };
+  /** Read-write lock and semaphore rows (primitives.ts), with the peers and mutex baselines beside them. */
+  primitives?(server: ServerHandle | undefined, ttlMs: number, holdsMs: readonly number[]): PrimitiveRun[];
 }
 
 /** The fixture starters the plans use (cli.ts passes them; tests could pass others). */
@@ -70,6 +73,48 @@ async function startWarm(
   return server;
 }
 
+/** The semaphore rows' shape (issue 16): 5 permits, 20 workers. */
+const permits = 5;
+const sharedWorkers = 20;
+
+/**
+ * The primitive rows of one Deadbolt URL whose mutex rows carry mode `mode`: uncontended permit,
+ * read and write; 20 workers on a semaphore of 5; 20 workers on a read-write lock, 90% reads, and
+ * the mutex in the same loop as its baseline. `peer`: the redis-semaphore Semaphore beside them.
+ */
+function primitiveRuns(
+  backend: string,
+  mode: string,
+  url: string,
+  ttlMs: number,
+  holdsMs: readonly number[],
+  peer?: () => Promise<Mutex>,
+): PrimitiveRun[] {
+  const semaphore = subject(backend, `${mode} semaphore(${permits})`, 'deadbolt', () => openDeadboltSemaphore(url, ttlMs, permits));
+  const readHeavy = subject(backend, `${mode} rw 90% reads`, 'deadbolt', () => openDeadboltReadWrite(url, ttlMs, 0.9));
+  const mutex = subject(backend, mode, 'deadbolt', () => openDeadbolt(url, ttlMs));
+  const peerSemaphore = peer && subject(backend, `Semaphore(${permits})`, 'redis-semaphore', peer);
+  const one = (s: Subject, workload: PrimitiveRun['workload']): PrimitiveRun => ({ subject: s, workload, workers: 1, holdMs: 0 });
+  return [
+    one(semaphore, 'permit-uncontended'),
+    ...(peerSemaphore ? [one(peerSemaphore, 'permit-uncontended')] : []),
+    one(
+      subject(backend, `${mode} read`, 'deadbolt', () => openDeadboltReadWrite(url, ttlMs, 1)),
+      'read-uncontended',
+    ),
+    one(
+      subject(backend, `${mode} write`, 'deadbolt', () => openDeadboltReadWrite(url, ttlMs, 0)),
+      'write-uncontended',
+    ),
+    ...holdsMs.flatMap((holdMs) => [
+      { subject: semaphore, workload: 'semaphore-5x20' as const, workers: sharedWorkers, holdMs },
+      ...(peerSemaphore ? [{ subject: peerSemaphore, workload: 'semaphore-5x20' as const, workers: sharedWorkers, holdMs }] : []),
+      { subject: readHeavy, workload: 'rw-90-10x20' as const, workers: sharedWorkers, holdMs },
+      { subject: mutex, workload: 'rw-90-10x20' as const, workers: sharedWorkers, holdMs },
+    ]),
+  ];
+}
+
 function withMode(url: string, mode: string): string {
   return `${url}${url.includes('?') ? '&' : '?'}mode=${mode}`;
 }
@@ -81,6 +126,7 @@ export function backendPlans(starters: Starters): BackendPlan[] {
       start: async () => undefined,
       subjects: (_, ttlMs) => [subject('memory', '-', 'deadbolt', () => openDeadbolt('memory://bench', ttlMs))],
       scaleUrls: () => [{ mode: '-', url: 'memory://bench-scale' }],
+      primitives: (_, ttlMs, holdsMs) => primitiveRuns('memory', '-', 'memory://bench-primitives', ttlMs, holdsMs),
     },
     {
       backend: 'redis',
@@ -99,6 +145,10 @@ export function backendPlans(starters: Starters): BackendPlan[] {
         ];
       },
       scaleUrls: (server) => ['setnx', 'fair', 'hash-reentrant'].map((mode) => ({ mode, url: withMode(server!.url, mode) })),
+      primitives: (server, ttlMs, holdsMs) =>
+        primitiveRuns('redis', 'fair', withMode(server!.url, 'fair'), ttlMs, holdsMs, () =>
+          openRedisSemaphorePermits(server!.url, ttlMs, permits),
+        ),
     },
     {
       backend: 'postgres',

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { startMemcached, startPostgres, startRedis, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
 import { backendPlans, type BackendPlan } from './catalog.js';
+import { addMutexRatios, runPrimitive } from './primitives.js';
 import { addRatios, describeMachine, renderTable, writeResults } from './report.js';
 import { runScale } from './scale.js';
 import type { BenchRow, Subject } from './subject.js';
@@ -54,6 +55,13 @@ function planMeasurements(
       add(subject, 'contended-10 hold 1ms', (settings) => runContended(subject, 10, 1, settings));
       add(subject, 'contended-50 hold 0', (settings) => runContended(subject, 50, 0, settings));
     }
+  }
+  for (const run of baselinesOnly ? [] : (plan.primitives?.(server, ttlMs, quick ? [0] : [0, 1]) ?? [])) {
+    const hold = run.workers > 1 ? ` hold ${run.holdMs}ms` : '';
+    measurements.push({
+      label: `${run.subject.backend} ${run.subject.mode} ${run.subject.subject} ${run.workload}${hold}`,
+      run: () => runPrimitive(run, { durationMs, keyspace: keyspace() }),
+    });
   }
   if (!quick && !baselinesOnly) {
     const locks = plan.scale?.locks ?? 10_000;
@@ -126,6 +134,7 @@ async function main(): Promise<void> {
   }
   if (process.stderr.isTTY) process.stderr.write('\n');
   addRatios(rows);
+  addMutexRatios(rows);
   const machine = describeMachine(providers.size > 0 ? [...providers].join('+') : 'none (memory only)');
   const out = values.out ?? 'bench-results';
   writeResults(out, machine, rows);

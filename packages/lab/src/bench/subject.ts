@@ -16,7 +16,20 @@ export interface Subject {
   open(): Promise<Mutex>;
 }
 
-export type Workload = 'uncontended' | 'uncontended-50' | 'contended-10' | 'contended-50' | 'scale-10k';
+export type Workload =
+  | 'uncontended'
+  | 'uncontended-50'
+  | 'contended-10'
+  | 'contended-50'
+  | 'scale-10k'
+  // Read-write locks and semaphores (primitives.ts): one client, one hold at a time, of a permit,
+  // a read or a write; 20 workers on one semaphore of 5 permits; 20 workers on one read-write
+  // lock, 90% reads (the mutex runs the same loop as its baseline).
+  | 'permit-uncontended'
+  | 'read-uncontended'
+  | 'write-uncontended'
+  | 'semaphore-5x20'
+  | 'rw-90-10x20';
 
 export interface BenchRow {
   backend: string;
