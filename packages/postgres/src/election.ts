@@ -1,5 +1,5 @@
 import type { CampaignRequest, TermGrant } from '@deadbolt/core/adapter';
-import { isAlreadyExists } from './connect.js';
+import { schemaOnce } from './schema-once.js';
 import { randomToken } from './token.js';
 
 /**
@@ -45,9 +45,11 @@ export interface LeaseElectionPort {
 const fallbackMs = 2_000;
 
 export class LeaseElection {
-  private schema: Promise<void> | undefined;
+  private readonly ensureSchema: (key: string) => Promise<void>;
 
-  constructor(private readonly port: LeaseElectionPort) {}
+  constructor(private readonly port: LeaseElectionPort) {
+    this.ensureSchema = schemaOnce((key: string) => this.port.query('elect', key, this.port.sql.schema, []));
+  }
 
   async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
     await this.ensureSchema(request.key);
@@ -78,18 +80,5 @@ export class LeaseElection {
     await this.ensureSchema(key);
     const [row] = await this.port.query<{ id: string }>('leader', key, this.port.sql.leader, [key]);
     return row?.id;
-  }
-
-  /** Creates the leaders table once, lazily; a failed attempt is retried by the next call. */
-  private ensureSchema(key: string): Promise<void> {
-    this.schema ??= this.port.query('elect', key, this.port.sql.schema, []).then(
-      () => undefined,
-      (error: unknown) => {
-        if (isAlreadyExists(error) || isAlreadyExists((error as { cause?: unknown }).cause)) return;
-        this.schema = undefined;
-        throw error;
-      },
-    );
-    return this.schema;
   }
 }

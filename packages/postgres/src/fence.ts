@@ -33,6 +33,8 @@ export interface FenceNames {
   readonly epochs: string;
   readonly live: string;
   readonly sequence: string;
+  /** Advisory elections: who leads each key, created on the first election (advisory-election.ts). */
+  readonly leaders: string;
 }
 
 /** Quoted identifiers derived from the validated fence table name (at most 63 bytes each). */
@@ -43,6 +45,7 @@ export function fenceNames(fenceTable: string, schema?: string): FenceNames & { 
     epochs: `${qualifier}"${base}_epochs"`,
     live: `${qualifier}"${base}_live"`,
     sequence: `${qualifier}"${base}_seq"`,
+    leaders: `${qualifier}"${base}_leaders"`,
     ...(schema === undefined ? {} : { schema }),
   };
 }

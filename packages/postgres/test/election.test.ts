@@ -1,13 +1,13 @@
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient, UnsupportedOperationError, type LockClient } from '@deadbolt/core';
+import { createLockClient, type LockClient } from '@deadbolt/core';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 let server: PostgresServerHandle;
 let admin: pg.Client;
 const clients: LockClient[] = [];
-function client(mode: 'lease' | 'advisory' = 'lease'): LockClient {
-  const created = createLockClient(`${server.url}?mode=${mode}`);
+function client(): LockClient {
+  const created = createLockClient(`${server.url}?mode=lease`);
   clients.push(created);
   return created;
 }
@@ -53,13 +53,5 @@ describe('postgres:lease election', () => {
     const { rows } = await admin.query<{ id: string }>(`SELECT id FROM deadbolt_elect.deadbolt_locks_leaders WHERE key = 'pg-scoped'`);
     expect(rows.map((row) => row.id)).toEqual(['node-s']);
     await election.resign();
-  });
-
-  it('advisory mode refuses election with UnsupportedOperationError (use mode=lease)', async () => {
-    const error = await client('advisory')
-      .elect('pg-adv', { id: 'x' })
-      .leader()
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(UnsupportedOperationError);
   });
 });

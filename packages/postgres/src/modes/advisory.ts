@@ -3,10 +3,12 @@ import {
   backoffDelayMs,
   type AcquireRequest,
   type AttemptResult,
+  type CampaignRequest,
   type Capabilities,
   type DeadboltError,
   type Grant,
   type MultiAttemptResult,
+  type TermGrant,
 } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { isAlreadyExists } from '../connect.js';
@@ -15,6 +17,7 @@ import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { randomToken } from '../token.js';
+import { AdvisoryElection } from './advisory-election.js';
 import { AdvisoryMulti } from './advisory-multi.js';
 import { isReadWriteGrant } from './advisory-rw.js';
 import { AdvisoryKinds } from './advisory-semaphore.js';
@@ -31,6 +34,8 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
   semaphore: true,
   // acquireAll: the sorted advisory ids in one statement on one session (advisory-multi.ts).
   multi: 'atomic',
+  // A term is the key's advisory lock on a session of its own, the fence as term (advisory-election.ts).
+  election: true,
 });
 
 /** A lock held on one session (or being tried there: `grant` is set once it is ours). */
@@ -64,6 +69,7 @@ export class AdvisoryMode implements PostgresLockMode {
   private readonly claims = new Map<string, Claim>();
   private readonly grants = new Map<string, Claim>();
   private readonly multi: AdvisoryMulti;
+  private readonly election: AdvisoryElection;
   private readonly deadlineMs: number;
   private schema: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -108,6 +114,32 @@ export class AdvisoryMode implements PostgresLockMode {
       unavailable: (action, key, error) => this.unavailable(action, key, error),
       cancel: (session) => this.cancel(session),
     });
+    this.election = new AdvisoryElection({
+      name: this.name,
+      options,
+      names: this.names,
+      deadlineMs: this.deadlineMs,
+      prepare: (client) => this.prepareSession(client),
+      query: async <R extends pg.QueryResultRow>(action: string, key: string, text: string, values: readonly unknown[]) => {
+        const session = await this.session(action, key, () => this.pool.forStatement());
+        try {
+          return (await session.query<R>(text, [...values])).rows;
+        } catch (error) {
+          throw this.unavailable(action, key, error);
+        }
+      },
+    });
+  }
+
+  /** Waits to lead `request.key`: its advisory lock on a session of its own (advisory-election.ts). */
+  campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    if (this.context.closed || this.closing)
+      return Promise.reject(this.unavailable('elect', request.key, new Error('the backend is closed')));
+    return this.election.campaign(request, deadline, signal);
+  }
+
+  leader(key: string): Promise<string | undefined> {
+    return this.election.leader(key);
   }
 
   /** acquireAll's global order: by advisory id, the order the server takes a set in. */
@@ -232,20 +264,21 @@ export class AdvisoryMode implements PostgresLockMode {
     }
   }
 
-  async renew(grant: Grant, _ttlMs?: number): Promise<boolean> {
-    return (await this.renewMany([grant]))[0] ?? false;
+  async renew(grant: Grant, ttlMs?: number): Promise<boolean> {
+    return (await this.renewMany([grant], ttlMs === undefined ? undefined : [ttlMs]))[0] ?? false;
   }
 
   /** A lock is held as long as its session lives: one ping per session, shared by all its locks. */
-  async renewMany(grants: readonly Grant[], _ttlMs?: readonly number[]): Promise<readonly boolean[]> {
-    if (grants.some(isReadWriteGrant)) {
-      const mutexes = grants.filter((grant) => !isReadWriteGrant(grant));
-      const [mutexResults, rwResults] = await Promise.all([
-        mutexes.length > 0 ? this.renewMany(mutexes) : Promise.resolve([]),
-        Promise.all(grants.filter(isReadWriteGrant).map((grant) => this.readWrite.renew(grant))),
-      ]);
-      let [m, r] = [0, 0];
-      return grants.map((grant) => (isReadWriteGrant(grant) ? rwResults[r++]! : mutexResults[m++]!));
+  async renewMany(grants: readonly Grant[], ttlMs?: readonly number[]): Promise<readonly boolean[]> {
+    if (grants.some((grant) => isReadWriteGrant(grant) || this.election.owns(grant))) {
+      // Each kind its own way (a mutex ping is shared per session anyway).
+      return Promise.all(
+        grants.map(async (grant, index) => {
+          if (isReadWriteGrant(grant)) return this.readWrite.renew(grant);
+          if (this.election.owns(grant)) return this.election.renew(grant, ttlMs?.[index]);
+          return (await this.renewMany([grant]))[0] ?? false;
+        }),
+      );
     }
     const pings = new Map<Session, Promise<boolean>>();
     for (const grant of grants) {
@@ -262,6 +295,7 @@ export class AdvisoryMode implements PostgresLockMode {
 
   async release(grant: Grant): Promise<boolean> {
     if (isReadWriteGrant(grant)) return this.readWrite.release(grant);
+    if (this.election.owns(grant)) return this.election.release(grant);
     const claim = this.grants.get(grant.token);
     if (claim === undefined || claim.session === undefined) return false;
     const session = claim.session;
@@ -283,7 +317,7 @@ export class AdvisoryMode implements PostgresLockMode {
     this.closing ??= (async () => {
       this.claims.clear();
       this.grants.clear();
-      await Promise.all([this.pool.close(), this.readWrite.close()]);
+      await Promise.all([this.pool.close(), this.readWrite.close(), this.election.close()]);
     })();
     return this.closing;
   }

@@ -1,0 +1,249 @@
+import { BackendUnavailableError, withDeadline, type CampaignRequest, type Grant, type TermGrant } from '@deadbolt/core/adapter';
+import pg from 'pg';
+import { clientConfig, endClient } from '../connect.js';
+import { counterBits, fenceOf, type FenceNames } from '../fence.js';
+import { advisoryLockId, advisoryLockParts } from '../key-hash.js';
+import type { ResolvedPostgresOptions } from '../options.js';
+import { schemaOnce } from '../schema-once.js';
+import { randomToken } from '../token.js';
+
+/**
+ * Leader election in advisory mode (issue 17, primitives.md §4.2): a term is the session-level
+ * advisory lock of the election's key (the mutex's id: a lock and an election of one name exclude
+ * each other, as in lease mode), held on a session of its own, so the server ends the term with the
+ * session. The term number is the advisory fence, epoch * 2^36 + nextval drawn after the grant in
+ * the granting statement (fence.ts): strictly increasing across leaders and server crashes. The same
+ * statement writes (key, token, id, backend pid, term) into `<fence table>_leaders`; `leader()`
+ * names the row's id only while that pid holds the key's advisory lock in pg_locks, so a dead
+ * leader's row names nobody. Followers wait in the server's FIFO lock queue: a resignation (unlock)
+ * or a dead leader's session hands over at once.
+ *
+ * Losing the term before another can start: the term's session runs with idle_session_timeout =
+ * ttl (PostgreSQL 14+), so a leader that stops talking (paused, partitioned) has its session, and
+ * its lock, ended by the server no sooner than ttl after its last statement ended; the client
+ * declares the term lost at the send time of its last confirmed ping + ttl - drift
+ * (`grant.validUntil`), which comes first. A session that ends for any other reason (crash,
+ * pg_terminate_backend, restart) frees the lock at once and the client learns it when the socket
+ * closes: fence the resources with the term.
+ */
+
+/** What the election needs of the advisory backend. */
+export interface AdvisoryElectionPort {
+  readonly name: string;
+  readonly options: ResolvedPostgresOptions;
+  readonly names: FenceNames;
+  /** One statement's deadline (connect + statement + slack). */
+  readonly deadlineMs: number;
+  /** Creates the fence objects if needed and reads the epoch (one query on the common path). */
+  prepare(client: pg.Client): Promise<number>;
+  /** A short statement on one of the mutex's sessions. */
+  query<R extends pg.QueryResultRow>(action: string, key: string, text: string, values: readonly unknown[]): Promise<readonly R[]>;
+}
+
+interface Term {
+  readonly client: pg.Client;
+  readonly id: string;
+  readonly request: CampaignRequest;
+  readonly grant: TermGrant & { validUntil: number };
+}
+
+const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
+/** Core's drift allowance (lease.ts: 1% + 2 ms, Redlock's drift factor). */
+const driftMs = (ttlMs: number): number => Math.ceil(ttlMs * 0.01) + 2;
+
+export function advisoryElectionSql(names: FenceNames) {
+  return {
+    schema: `CREATE TABLE IF NOT EXISTS ${names.leaders} (key text PRIMARY KEY, token text NOT NULL, id text NOT NULL, pid int NOT NULL, term bigint NOT NULL)`,
+    /**
+     * Takes the key's lock (tried, or waited for under lock_timeout), draws the counter after the
+     * grant and records the leader, in one statement; the term's session gets idle_session_timeout.
+     * Ids, epoch and timeouts are integers we computed; text goes through escapeLiteral (SET takes no parameters).
+     */
+    campaign(
+      client: pg.Client,
+      wait: { readonly waitMs: number; readonly statementTimeoutMs: number } | undefined,
+      values: { readonly id: string; readonly epoch: number; readonly key: string; readonly token: string; readonly candidate: string },
+      ttlMs: number,
+    ): string {
+      const counter =
+        wait === undefined
+          ? `counter AS MATERIALIZED (SELECT CASE WHEN pg_try_advisory_lock(${values.id}::bigint) THEN nextval('${names.sequence}') END AS n)`
+          : `granted AS MATERIALIZED (SELECT pg_advisory_lock(${values.id}::bigint)),
+             counter AS MATERIALIZED (SELECT nextval('${names.sequence}') AS n FROM granted)`;
+      return `${wait === undefined ? '' : `SET LOCAL statement_timeout = ${wait.waitMs + wait.statementTimeoutMs}; SET LOCAL lock_timeout = ${wait.waitMs};`}
+        SELECT CASE WHEN current_setting('server_version_num')::int >= 140000 THEN set_config('idle_session_timeout', '${Math.max(1, Math.floor(ttlMs))}', false) END;
+        WITH ${counter},
+        named AS (
+          INSERT INTO ${names.leaders} (key, token, id, pid, term)
+          SELECT ${client.escapeLiteral(values.key)}, ${client.escapeLiteral(values.token)}, ${client.escapeLiteral(values.candidate)},
+                 pg_backend_pid(), ${values.epoch}::bigint * ${2 ** counterBits} + n FROM counter WHERE n IS NOT NULL
+          ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, id = EXCLUDED.id, pid = EXCLUDED.pid, term = EXCLUDED.term
+          RETURNING 1)
+        SELECT n::text AS counter, (SELECT count(*) FROM named)::int AS named FROM counter`;
+    },
+    /** Our row goes with our lock (only ours: by token), in one statement. */
+    release: `WITH gone AS (DELETE FROM ${names.leaders} WHERE key = $1 AND token = $2) SELECT pg_advisory_unlock($3::bigint) AS ok`,
+    /** The recorded leader, only while its session holds the key's advisory lock. */
+    leader: `SELECT n.id FROM ${names.leaders} n WHERE n.key = $1 AND EXISTS (
+        SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.pid = n.pid
+          AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
+  };
+}
+
+export class AdvisoryElection {
+  /** The statements (the package's mutant tests swap in broken ones). */
+  sql: ReturnType<typeof advisoryElectionSql>;
+  private readonly terms = new Map<string, Term>();
+  /** Every session opened for a campaign or a term, ended by close(). */
+  private readonly open = new Set<pg.Client>();
+  private readonly ensureTable: (key: string, run: (text: string) => Promise<unknown>) => Promise<void>;
+  private closed = false;
+
+  constructor(private readonly port: AdvisoryElectionPort) {
+    this.sql = advisoryElectionSql(port.names);
+    this.ensureTable = schemaOnce((_key: string, run: (text: string) => Promise<unknown>) => run(this.sql.schema));
+  }
+
+  owns(grant: Grant): boolean {
+    return this.terms.has(grant.token);
+  }
+
+  async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    if (this.closed) throw this.unavailable('elect', request.key, new Error('the backend is closed'));
+    const { options, deadlineMs } = this.port;
+    const id = advisoryLockId(request.key, options.namespace).toString();
+    const client = new pg.Client(clientConfig(options));
+    let term: Term | undefined;
+    let ended = false;
+    const onEnd = (cause: Error): void => {
+      if (ended) return;
+      ended = true;
+      this.open.delete(client);
+      if (term === undefined || !this.terms.delete(term.grant.token)) return;
+      request.onLost(term.grant, new Error(`the session leading "${request.key}" ended: ${cause.message}`));
+    };
+    client.on('error', (error: Error) => onEnd(error));
+    client.on('end', () => onEnd(new Error('the connection closed')));
+    this.open.add(client);
+    const onAbort = (): void => void endClient(client, 100);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await withDeadline(client.connect(), options.connectTimeoutMs + 100);
+      const epoch = await withDeadline(this.port.prepare(client), deadlineMs);
+      await this.ensureTable(request.key, (text) => withDeadline(client.query(text), deadlineMs));
+      const values = { id, epoch, key: request.key, token: randomToken(), candidate: request.candidate };
+      let sentAt = Date.now();
+      let counter = await this.take(client, undefined, values, request.ttlMs, deadlineMs);
+      if (counter === undefined) {
+        request.onContended?.();
+        const waitMs = Math.min(maxTimeoutMs, deadline - Date.now());
+        if (waitMs <= 0 || signal.aborted) return undefined;
+        counter = await this.take(
+          client,
+          { waitMs, statementTimeoutMs: options.statementTimeoutMs },
+          values,
+          request.ttlMs,
+          waitMs + deadlineMs,
+        );
+        if (counter === undefined || signal.aborted) return undefined;
+        // The server's idle clock restarted when the wait ended, at a time we do not know: a ping
+        // restarts it after a send time we do know, which is where the term's lease is counted from.
+        sentAt = Date.now();
+        await withDeadline(client.query('SELECT 1'), deadlineMs);
+      }
+      const fence = fenceOf(epoch, counter);
+      if (fence === undefined || ended || signal.aborted) return undefined;
+      const grant = {
+        key: request.key,
+        owner: request.owner,
+        token: values.token,
+        fence,
+        sentAt,
+        validUntil: sentAt + request.ttlMs - driftMs(request.ttlMs),
+      };
+      term = { client, id, request, grant };
+      this.terms.set(grant.token, term);
+      return grant;
+    } catch (error) {
+      // 55P03 lock_timeout, 57014 statement_timeout, or the abort's end of the session: not granted.
+      const code = (error as { code?: unknown } | null)?.code;
+      if (signal.aborted || code === '55P03' || code === '57014') return undefined;
+      throw this.unavailable('elect', request.key, error);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      // No term: the session goes, and with it anything it may hold or wait for.
+      if (term === undefined) await endClient(client);
+    }
+  }
+
+  /** The current leader's id: the recorded one, while its session holds the lock. */
+  async leader(key: string): Promise<string | undefined> {
+    await this.ensureTable(key, (text) => this.port.query('leader', key, text, []));
+    const { classid, objid } = advisoryLockParts(advisoryLockId(key, this.port.options.namespace));
+    const [row] = await this.port.query<{ id: string }>('leader', key, this.sql.leader, [key, classid, objid]);
+    return row?.id;
+  }
+
+  /** A term lives while its session does: a ping proves it and moves the local deadline on. */
+  async renew(grant: Grant, ttlMs: number | undefined): Promise<boolean> {
+    const term = this.terms.get(grant.token);
+    if (term === undefined) return false;
+    const sentAt = Date.now();
+    try {
+      await withDeadline(term.client.query('SELECT 1'), this.port.deadlineMs);
+    } catch {
+      void endClient(term.client);
+      return false;
+    }
+    if (!this.terms.has(grant.token)) return false;
+    const ttl = ttlMs ?? term.request.ttlMs;
+    term.grant.validUntil = sentAt + ttl - driftMs(ttl);
+    return true;
+  }
+
+  /** Deletes our leaders row and unlocks in one statement, then ends the term's session. */
+  async release(grant: Grant): Promise<boolean> {
+    const term = this.terms.get(grant.token);
+    if (term === undefined) return false;
+    this.terms.delete(grant.token);
+    try {
+      const result = await withDeadline(
+        term.client.query<{ ok: boolean }>(this.sql.release, [grant.key, grant.token, term.id]),
+        this.port.deadlineMs,
+      );
+      return result.rows[0]?.ok === true;
+    } catch {
+      // Ending the session below lets the lock go in any case.
+      return false;
+    } finally {
+      await endClient(term.client);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.open].map((client) => endClient(client)));
+  }
+
+  /** One campaign statement: the counter drawn after the grant, or undefined when not granted. */
+  private async take(
+    client: pg.Client,
+    wait: { readonly waitMs: number; readonly statementTimeoutMs: number } | undefined,
+    values: Parameters<ReturnType<typeof advisoryElectionSql>['campaign']>[2],
+    ttlMs: number,
+    deadlineMs: number,
+  ): Promise<string | undefined> {
+    const results = (await withDeadline(
+      client.query(this.sql.campaign(client, wait, values, ttlMs)),
+      deadlineMs,
+    )) as unknown as pg.QueryResult<{ counter: string | null; named: number }>[];
+    const row = results.at(-1)?.rows[0];
+    if (row?.counter === null || row?.counter === undefined) return undefined;
+    if (row.named !== 1) throw new Error('the leaders row was not written');
+    return row.counter;
+  }
+
+  private unavailable(action: string, key: string, cause: unknown): BackendUnavailableError {
+    return new BackendUnavailableError(action, { key, backend: this.port.name, cause });
+  }
+}
