@@ -28,3 +28,10 @@ export * from './suite/key-edges.js';
 export * from './suite/server-faults.js';
 export * from './suite/crowd.js';
 export * from './suite/lifecycle.js';
+export { ambiguousUrls, describeAmbiguousUrls, type AmbiguousUrlOptions } from './suite/ambiguous-urls.js';
+export {
+  expectNoSecret,
+  expectRefusedConnection,
+  failedFirstAcquire,
+  type RefusedConnectionExpectation,
+} from './suite/connection-errors.js';
