@@ -113,7 +113,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         for (const run of runs) await this.parents.schedule(run.lockPath);
         return undefined;
       }
-      return held.map((node, index) => this.grantFor(requests[index]!, node.path, node.stat.czxid, runs[index]!.lockPath));
+      return held.map((node, index) => this.grantFor(requests[index]!, node.path, node.czxid, runs[index]!.lockPath));
     });
   }
 
@@ -131,7 +131,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         await this.parents.schedule(run.lockPath);
         return undefined;
       }
-      return this.grantFor(request, ours.path, ours.stat.czxid, run.lockPath);
+      return this.grantFor(request, ours.path, ours.czxid, run.lockPath);
     });
   }
 
@@ -240,7 +240,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         key: request.key,
         owner: request.owner,
         token: ours.path,
-        fence: zxid(ours.stat.czxid),
+        fence: zxid(ours.czxid),
         lockPath: run.lockPath,
         ...(semaphorePath === undefined ? {} : { semaphorePath }),
       };

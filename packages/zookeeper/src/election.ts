@@ -1,7 +1,7 @@
-import type { Client, Stat } from 'node-zookeeper-client';
+import type { Client } from 'node-zookeeper-client';
 import { contenders, latchName, lockName } from './naming.js';
-import { getChildren, isNoNode, request } from './operations.js';
-import { deleteNode, runLockRecipe, type RecipeRun } from './recipe.js';
+import { getChildren, isNoNode, request, stat } from './operations.js';
+import { deleteNode, runLockRecipe, type HeldNode, type RecipeRun } from './recipe.js';
 
 /**
  * Leader election, wire-compatible with Apache Curator (primitives.md §4.2):
@@ -21,15 +21,12 @@ export function nodeNameOf(layout: string | undefined): string {
 }
 
 /** Waits to lead: our node, first, owned by our session; or undefined after a give-up (node deleted). */
-export async function runElectionRecipe(
-  run: RecipeRun,
-  deadline: number,
-  signal: AbortSignal,
-): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+export async function runElectionRecipe(run: RecipeRun, deadline: number, signal: AbortSignal): Promise<HeldNode | undefined> {
   for (;;) {
     const ours = await runLockRecipe(run, true, deadline, signal);
     if (ours === undefined) return undefined;
-    if (ours.stat.ephemeralOwner.equals(run.client.getSessionId())) return ours;
+    const own = await stat(run.client, ours.path, Date.now() + run.operationTimeoutMs);
+    if (own?.ephemeralOwner.equals(run.client.getSessionId())) return ours;
     await deleteNode(run, ours.path);
     if (Date.now() >= deadline || signal.aborted) return undefined;
   }

@@ -1,7 +1,6 @@
-import type { Stat } from 'node-zookeeper-client';
 import { isOurs, newGuid, nodePrefix } from './naming.js';
 import { CreateMode, getChildren, isInDoubt, isNoNode, mkdirp, request } from './operations.js';
-import { awaitPredecessor, deleteNode, position, type RecipeRun } from './recipe.js';
+import { awaitPredecessor, deleteNode, position, type HeldNode, type RecipeRun } from './recipe.js';
 
 /**
  * Multi-lock on ZooKeeper (primitives.md §4.1). One `multi` request creates our contender node under
@@ -110,18 +109,19 @@ export async function runMultiLockRecipe(
   deadline: number,
   signal: AbortSignal,
   onQueued?: () => void,
-): Promise<{ readonly path: string; readonly stat: Stat }[] | undefined> {
+): Promise<HeldNode[] | undefined> {
   for (;;) {
     const ours = await createContenders(runs, deadline);
     try {
-      const held: { path: string; stat: Stat }[] = [];
+      const held: HeldNode[] = [];
       for (const [index, run] of runs.entries()) {
         const path = ours[index]!;
         for (;;) {
-          const where = await position(run, path);
+          // No czxid from a multi's reply per node: the look stats our node (one czxid for all, one transaction).
+          const where = await position(run, { path, czxid: undefined });
           if (where.kind === 'gone') break; // the session ended: start over with new nodes
           if (where.kind === 'holds') {
-            held.push({ path, stat: where.stat });
+            held.push({ path, czxid: where.czxid });
             break;
           }
           if (Date.now() >= deadline || signal.aborted) {

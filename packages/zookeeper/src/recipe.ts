@@ -1,6 +1,6 @@
-import type { Client, Event, Stat } from 'node-zookeeper-client';
+import type { Client, Event } from 'node-zookeeper-client';
 import { baseName, contenders, isOurs, newGuid, nodePrefix } from './naming.js';
-import { CreateMode, create, getChildren, isInDoubt, isNoNode, mkdirp, remove, stat, watchData } from './operations.js';
+import { CreateMode, createReturningZxid, getChildren, isInDoubt, isNoNode, mkdirp, remove, stat, watchData } from './operations.js';
 
 /**
  * The lock recipe of the ZooKeeper docs ("Locks", zookeeper.apache.org/doc/current/recipes.html)
@@ -49,13 +49,25 @@ export async function deleteNode(run: RecipeRun, path: string): Promise<void> {
   }
 }
 
+/** Our node: its path, and its czxid when the create's reply told it (a node found by its guid after an in-doubt create has none yet). */
+export interface Contender {
+  readonly path: string;
+  readonly czxid: Buffer | undefined;
+}
+
+/** Our node once it holds: the fence is its czxid. */
+export interface HeldNode {
+  readonly path: string;
+  readonly czxid: Buffer;
+}
+
 /**
  * Creates our contender node with Curator's protection: the name carries a guid, so after a
  * CONNECTION_LOSS (or our own deadline) on create, a listing tells whether the create was applied
  * (Curator's CreateBuilderImpl.findProtectedNodeInForeground). A reply that arrives after we
  * stopped waiting, for a node we did not adopt, is deleted.
  */
-export async function createContender(run: RecipeRun, deadline: number): Promise<string> {
+export async function createContender(run: RecipeRun, deadline: number): Promise<Contender> {
   const guid = newGuid();
   const prefix = nodePrefix(run.lockPath, guid, run.nodeName);
   let adopted: string | undefined;
@@ -79,9 +91,16 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
     for (let attempt = 0; attempt === 0 || parentJustMade || Date.now() < deadline; attempt += 1) {
       parentJustMade = false;
       try {
-        const path = await create(run.client, prefix, run.data, run.createMode ?? CreateMode.EPHEMERAL_SEQUENTIAL, opDeadline(run), late);
-        finish(path);
-        return path;
+        const created = await createReturningZxid(
+          run.client,
+          prefix,
+          run.data,
+          run.createMode ?? CreateMode.EPHEMERAL_SEQUENTIAL,
+          opDeadline(run),
+          (node) => late(node.path),
+        );
+        finish(created.path);
+        return created;
       } catch (error) {
         lastError = error;
         if (isNoNode(error)) {
@@ -98,7 +117,7 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
         if (ours !== undefined) {
           const path = `${run.lockPath}/${ours}`;
           finish(path);
-          return path;
+          return { path, czxid: undefined };
         }
       }
     }
@@ -109,7 +128,7 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
 }
 
 /**
- * Where our node stands after a look at its siblings: it holds (`stat` carries its czxid, the fence),
+ * Where our node stands after a look at its siblings: it holds (with its czxid, the fence),
  * it waits for `watch` (the node before it) to change, it waits for `changed` (a watch the look
  * itself set: the semaphore's listing of its leases), or it is gone (the session ended).
  */
@@ -117,22 +136,36 @@ export type Standing = PredecessorStanding | { readonly kind: 'behind'; readonly
 
 /** A mutex's (or a read-write lock's) standing: it waits only ever on the node before it. */
 export type PredecessorStanding =
-  | { readonly kind: 'holds'; readonly stat: Stat }
+  | { readonly kind: 'holds'; readonly czxid: Buffer }
   | { readonly kind: 'behind'; readonly watch: string }
   | { readonly kind: 'gone' };
 
+/**
+ * Lists `run.lockPath` (with `list`, default a plain getChildren) and, if the create's reply did not
+ * give our czxid, stats our node in the same round trip (the two requests go out together).
+ * Undefined when our node is gone (the session lost it).
+ */
+export async function listBeside(
+  run: RecipeRun,
+  ours: Contender,
+  list: () => Promise<string[]> = () => getChildren(run.client, run.lockPath, opDeadline(run)),
+): Promise<{ readonly children: string[]; readonly czxid: Buffer } | undefined> {
+  if (ours.czxid !== undefined) {
+    const children = await list();
+    return children.includes(baseName(ours.path)) ? { children, czxid: ours.czxid } : undefined;
+  }
+  const [children, own] = await Promise.all([list(), stat(run.client, ours.path, opDeadline(run))]);
+  return own !== undefined && children.includes(baseName(ours.path)) ? { children, czxid: own.czxid } : undefined;
+}
+
 /** The mutex's look: ours holds when it sorts first among the contenders, else it watches the one before it. */
-export async function position(run: RecipeRun, ours: string): Promise<PredecessorStanding> {
-  // Both requests go out together (one round trip): the stat is wasted when we are not first, but
-  // a holder needs its czxid (the fence) and would otherwise pay a round trip of its own for it.
-  const [children, own] = await Promise.all([
-    getChildren(run.client, run.lockPath, opDeadline(run)),
-    stat(run.client, ours, opDeadline(run)),
-  ]);
-  const sorted = contenders(children, run.nodeName);
-  const index = sorted.indexOf(baseName(ours));
-  if (index < 0 || own === undefined) return { kind: 'gone' };
-  if (index === 0) return { kind: 'holds', stat: own };
+export async function position(run: RecipeRun, ours: Contender): Promise<PredecessorStanding> {
+  const listed = await listBeside(run, ours);
+  if (listed === undefined) return { kind: 'gone' };
+  const sorted = contenders(listed.children, run.nodeName);
+  const index = sorted.indexOf(baseName(ours.path));
+  if (index < 0) return { kind: 'gone' };
+  if (index === 0) return { kind: 'holds', czxid: listed.czxid };
   return { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
 }
 
@@ -206,16 +239,17 @@ export async function runContenderLoop(
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
-  look: (ours: string) => Promise<Standing>,
-): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+  look: (ours: Contender) => Promise<Standing>,
+): Promise<HeldNode | undefined> {
   const never = new AbortController().signal;
   for (;;) {
-    const ours = await createContender(run, deadline);
+    const contender = await createContender(run, deadline);
+    const ours = contender.path;
     try {
       for (;;) {
-        const where = await look(ours);
+        const where = await look(contender);
         if (where.kind === 'gone') break; // the session lost our node: start over with a new one
-        if (where.kind === 'holds') return { path: ours, stat: where.stat };
+        if (where.kind === 'holds') return { path: ours, czxid: where.czxid };
         if (!wait || Date.now() >= deadline || signal?.aborted) {
           await deleteNode(run, ours);
           return undefined;
@@ -245,6 +279,6 @@ export function runLockRecipe(
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
-): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+): Promise<HeldNode | undefined> {
   return runContenderLoop(run, wait, deadline, signal, (ours) => position(run, ours));
 }

@@ -1,7 +1,6 @@
-import type { Stat } from 'node-zookeeper-client';
 import { baseName } from './naming.js';
-import { CreateMode, getChildren, stat } from './operations.js';
-import { runContenderLoop, type PredecessorStanding, type RecipeRun } from './recipe.js';
+import { CreateMode } from './operations.js';
+import { listBeside, runContenderLoop, type Contender, type HeldNode, type PredecessorStanding, type RecipeRun } from './recipe.js';
 
 /**
  * Apache Curator's InterProcessReadWriteLock, node for node (InterProcessReadWriteLock.java,
@@ -41,20 +40,20 @@ export function readWriteContenders(children: readonly string[]): string[] {
 
 export type ReadWriteMode = 'read' | 'write';
 
-async function position(run: RecipeRun, ours: string, mode: ReadWriteMode, downgrade: boolean): Promise<PredecessorStanding> {
-  const deadline = Date.now() + run.operationTimeoutMs;
-  const [children, own] = await Promise.all([getChildren(run.client, run.lockPath, deadline), stat(run.client, ours, deadline)]);
-  const sorted = readWriteContenders(children);
-  const index = sorted.indexOf(baseName(ours));
-  if (index < 0 || own === undefined) return { kind: 'gone' };
+async function position(run: RecipeRun, ours: Contender, mode: ReadWriteMode, downgrade: boolean): Promise<PredecessorStanding> {
+  const listed = await listBeside(run, ours);
+  if (listed === undefined) return { kind: 'gone' };
+  const sorted = readWriteContenders(listed.children);
+  const index = sorted.indexOf(baseName(ours.path));
+  if (index < 0) return { kind: 'gone' };
+  const holds = { kind: 'holds', czxid: listed.czxid } as const;
   // The downgrade's read holds beside our own write hold (Curator: the write mutex is the current thread's).
-  if (downgrade) return { kind: 'holds', stat: own };
-  if (mode === 'write')
-    return index === 0 ? { kind: 'holds', stat: own } : { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
+  if (downgrade) return holds;
+  if (mode === 'write') return index === 0 ? holds : { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
   for (let i = index - 1; i >= 0; i -= 1) {
     if (sorted[i]!.includes(writeMarker)) return { kind: 'behind', watch: `${run.lockPath}/${sorted[i]}` };
   }
-  return { kind: 'holds', stat: own };
+  return holds;
 }
 
 /**
@@ -68,7 +67,7 @@ export function runReadWriteRecipe(
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
-): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+): Promise<HeldNode | undefined> {
   const naming: Pick<RecipeRun, 'nodeName' | 'createMode'> =
     downgradeOf !== undefined
       ? { nodeName: `${readMarker}${readWriteSortKey(baseName(downgradeOf))}`, createMode: CreateMode.EPHEMERAL }

@@ -1,7 +1,15 @@
-import type { Event, Stat } from 'node-zookeeper-client';
-import { baseName } from './naming.js';
-import { request, stat } from './operations.js';
-import { deleteNode, runContenderLoop, runLockRecipe, type RecipeRun, type Standing } from './recipe.js';
+import type { Event } from 'node-zookeeper-client';
+import { request } from './operations.js';
+import {
+  deleteNode,
+  listBeside,
+  runContenderLoop,
+  runLockRecipe,
+  type Contender,
+  type HeldNode,
+  type RecipeRun,
+  type Standing,
+} from './recipe.js';
 
 /**
  * Apache Curator's InterProcessSemaphoreV2, node for node (InterProcessSemaphoreV2.java), so a
@@ -28,18 +36,15 @@ function watchChildren(run: RecipeRun, path: string, watcher: (event: Event) => 
 }
 
 /**
- * The look inside the gate: list `leases` with a watch (and stat our lease, in the same round trip);
+ * The look inside the gate: list `leases` with a watch (see listBeside for our lease's czxid);
  * ours holds while there are at most `permits` leases, else it waits for the listing to change.
  */
-async function leaseStanding(leasesRun: RecipeRun, ours: string, permits: number): Promise<Standing> {
+async function leaseStanding(leasesRun: RecipeRun, ours: Contender, permits: number): Promise<Standing> {
   let fired!: () => void;
   const changed = new Promise<void>((resolve) => (fired = resolve));
-  const [children, own] = await Promise.all([
-    watchChildren(leasesRun, leasesRun.lockPath, () => fired()),
-    stat(leasesRun.client, ours, Date.now() + leasesRun.operationTimeoutMs),
-  ]);
-  if (own === undefined || !children.includes(baseName(ours))) return { kind: 'gone' };
-  if (children.length <= permits) return { kind: 'holds', stat: own };
+  const listed = await listBeside(leasesRun, ours, () => watchChildren(leasesRun, leasesRun.lockPath, () => fired()));
+  if (listed === undefined) return { kind: 'gone' };
+  if (listed.children.length <= permits) return { kind: 'holds', czxid: listed.czxid };
   return { kind: 'behind', changed };
 }
 
@@ -49,7 +54,7 @@ export async function runSemaphoreRecipe(
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
-): Promise<{ readonly path: string; readonly stat: Stat } | undefined> {
+): Promise<HeldNode | undefined> {
   const gateRun: RecipeRun = { ...run, lockPath: `${run.lockPath}/${locksChild}` };
   const gate = await runLockRecipe(gateRun, wait, deadline, signal);
   if (!gate) return undefined;

@@ -178,6 +178,27 @@ describe('zookeeper lock recipe (standalone server)', () => {
     expect(await one.renew(second)).toBe(false);
   });
 
+  it("fence = the node's czxid (read from the create's reply, no stat), also with other sessions' writes interleaved and for waiters", async () => {
+    const zxidOf = (buffer: Buffer): number => Number(buffer.readBigInt64BE(0));
+    const queued = counter(1);
+    const clients = [backend(), backend({ onWatch: () => queued.hit() }), backend(), backend()];
+    // 4 sessions x 5 keys at once: the server applies other writes between ours.
+    const grants = await Promise.all(
+      clients.flatMap((each, index) => Array.from({ length: 5 }, (_, key) => grantOf(each, `czxid-${key}-${index}`, `o${index}`))),
+    );
+    for (const grant of grants) expect(grant.fence).toBe(zxidOf((await stat(raw, grant.token))!.czxid));
+    await Promise.all(grants.map((grant, index) => clients[Math.floor(index / 5)]!.release(grant)));
+    // A waiter's fence, granted after the watch fires, is its own node's czxid too.
+    const held = await grantOf(clients[0]!, 'czxid-wait');
+    const waiting = clients[1]!.acquire(request('czxid-wait', 'o1'), Date.now() + 10_000, new AbortController().signal);
+    await queued.done; // it watches the holder's node
+    await clients[0]!.release(held);
+    const next = (await waiting)!;
+    expect(next.fence).toBe(zxidOf((await stat(raw, next.token))!.czxid));
+    expect(next.fence).toBeGreaterThan(held.fence!);
+    await clients[1]!.release(next);
+  });
+
   it('through createLockClient: waiters are served in order and the hand-off is fast', async () => {
     const url = `${server.url}${base}?sessionTimeoutMs=4000`;
     const queued = counter(1);
