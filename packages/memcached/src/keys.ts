@@ -11,7 +11,11 @@ import { createHash } from 'node:crypto';
  */
 export const memcachedKeyLimit = 250;
 
+/** Keys that encode to themselves: printable ASCII without '%' (the common case, checked without encoding). */
+const plain = /^[!-$&-~]*$/;
+
 export function encodeKey(key: string): string {
+  if (key.length <= memcachedKeyLimit && plain.test(key)) return key;
   let out = '';
   for (const byte of Buffer.from(key, 'utf8')) {
     out += byte > 0x20 && byte < 0x7f && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
