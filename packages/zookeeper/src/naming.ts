@@ -60,7 +60,33 @@ export function sortKey(child: string, name = lockName): string {
 export function contenders(children: readonly string[], name = lockName): string[] {
   return children
     .filter((child) => child.includes(name))
-    .sort((a, b) => (sortKey(a, name) < sortKey(b, name) ? -1 : sortKey(a, name) > sortKey(b, name) ? 1 : 0));
+    .map((child) => [sortKey(child, name), child] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, child]) => child);
+}
+
+/**
+ * Where `ours` stands among the contenders, in one pass (no sort: a crowd's listing is long):
+ * undefined when it is not listed, null when it sorts first, else the contender just before it.
+ */
+export function predecessorOf(children: readonly string[], ours: string, name = lockName): string | null | undefined {
+  const mine = sortKey(ours, name);
+  let listed = false;
+  let before: string | null = null;
+  let beforeKey = '';
+  for (const child of children) {
+    if (child === ours) {
+      listed = true;
+      continue;
+    }
+    if (!child.includes(name)) continue;
+    const key = sortKey(child, name);
+    if (key < mine && (before === null || key > beforeKey)) {
+      before = child;
+      beforeKey = key;
+    }
+  }
+  return listed ? before : undefined;
 }
 
 export function baseName(path: string): string {

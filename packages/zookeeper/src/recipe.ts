@@ -1,6 +1,7 @@
 import type { Client, Event } from 'node-zookeeper-client';
-import { baseName, contenders, isOurs, newGuid, nodePrefix } from './naming.js';
-import { CreateMode, createReturningZxid, getChildren, isInDoubt, isNoNode, mkdirp, remove, stat, watchData } from './operations.js';
+import { baseName, isOurs, newGuid, nodePrefix, predecessorOf } from './naming.js';
+import { sharedGetChildren, sharedMkdirp } from './shared-listing.js';
+import { CreateMode, createReturningZxid, getChildren, isInDoubt, isNoNode, remove, stat, watchData } from './operations.js';
 
 /**
  * The lock recipe of the ZooKeeper docs ("Locks", zookeeper.apache.org/doc/current/recipes.html)
@@ -105,7 +106,7 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
         lastError = error;
         if (isNoNode(error)) {
           // The lock's parent does not exist yet (or was just cleaned up): create it, then retry.
-          await mkdirp(run.client, run.lockPath, opDeadline(run)).catch((mkdirError: unknown) => {
+          await sharedMkdirp(run.client, run.lockPath, run.operationTimeoutMs).catch((mkdirError: unknown) => {
             if (!isInDoubt(mkdirError)) throw mkdirError;
           });
           parentJustMade = attempt < 3;
@@ -148,7 +149,7 @@ export type PredecessorStanding =
 export async function listBeside(
   run: RecipeRun,
   ours: Contender,
-  list: () => Promise<string[]> = () => getChildren(run.client, run.lockPath, opDeadline(run)),
+  list: () => Promise<string[]> = () => sharedGetChildren(run.client, run.lockPath, run.operationTimeoutMs),
 ): Promise<{ readonly children: string[]; readonly czxid: Buffer } | undefined> {
   if (ours.czxid !== undefined) {
     const children = await list();
@@ -162,11 +163,10 @@ export async function listBeside(
 export async function position(run: RecipeRun, ours: Contender): Promise<PredecessorStanding> {
   const listed = await listBeside(run, ours);
   if (listed === undefined) return { kind: 'gone' };
-  const sorted = contenders(listed.children, run.nodeName);
-  const index = sorted.indexOf(baseName(ours.path));
-  if (index < 0) return { kind: 'gone' };
-  if (index === 0) return { kind: 'holds', czxid: listed.czxid };
-  return { kind: 'behind', watch: `${run.lockPath}/${sorted[index - 1]}` };
+  const before = predecessorOf(listed.children, baseName(ours.path), run.nodeName);
+  if (before === undefined) return { kind: 'gone' };
+  if (before === null) return { kind: 'holds', czxid: listed.czxid };
+  return { kind: 'behind', watch: `${run.lockPath}/${before}` };
 }
 
 /**
@@ -201,30 +201,56 @@ export async function untilChanged(
   signal: AbortSignal,
 ): Promise<'changed' | GiveUp> {
   let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  let onEnded: (() => void) | undefined;
+  let stopAbort: (() => void) | undefined;
+  let stopEnded: (() => void) | undefined;
   try {
     return await Promise.race<'changed' | GiveUp>([
       changed.then(() => 'changed' as const),
       new Promise<never>((_resolve, reject) => {
-        onEnded = () => reject(new Error('the ZooKeeper session ended while waiting for the lock'));
-        if (run.sessionEnded.aborted) onEnded();
-        else run.sessionEnded.addEventListener('abort', onEnded, { once: true });
+        stopEnded = onAbortOf(run.sessionEnded, () => reject(new Error('the ZooKeeper session ended while waiting for the lock')));
       }),
       new Promise<GiveUp>((resolve) => {
         timer = setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now()));
       }),
       new Promise<GiveUp>((resolve) => {
-        onAbort = () => resolve('aborted');
-        if (signal.aborted) onAbort();
-        else signal.addEventListener('abort', onAbort, { once: true });
+        stopAbort = onAbortOf(signal, () => resolve('aborted'));
       }),
     ]);
   } finally {
     clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-    if (onEnded) run.sessionEnded.removeEventListener('abort', onEnded);
+    stopAbort?.();
+    stopEnded?.();
   }
+}
+
+/**
+ * One 'abort' listener per signal, fanning out to a Set: a crowd of waiters shares the session's
+ * signal, and EventTarget.addEventListener scans a signal's listeners for a duplicate (O(n) each,
+ * O(n^2) for a crowd; Node also warns past 10). Calls `listener` at once if already aborted.
+ * Returns the unsubscribe.
+ */
+const abortFanOut = new WeakMap<AbortSignal, Set<() => void>>();
+function onAbortOf(signal: AbortSignal, listener: () => void): () => void {
+  if (signal.aborted) {
+    listener();
+    return () => undefined;
+  }
+  let listeners = abortFanOut.get(signal);
+  if (listeners === undefined) {
+    const created = new Set<() => void>();
+    listeners = created;
+    abortFanOut.set(signal, created);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const each of [...created]) each();
+      },
+      { once: true },
+    );
+  }
+  const set = listeners;
+  set.add(listener);
+  return () => set.delete(listener);
 }
 
 /**
