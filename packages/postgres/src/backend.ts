@@ -39,6 +39,7 @@ export class PostgresBackend implements LockBackend {
   readonly endpoint: string;
   /** One statement's deadline (connect + statement + slack); core's wait bound is waitMs + this. */
   readonly callTimeoutMs: number;
+  readonly acquireQueuesAtOnce?: boolean;
   readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
   readonly waitForChange?: (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
   readonly orderKeys?: (fullKeys: readonly string[]) => readonly string[];
@@ -92,6 +93,7 @@ export class PostgresBackend implements LockBackend {
     this.mode = mode;
     // Only what the mode has: core picks its paths by the presence of these methods.
     if (mode.acquire) this.acquire = mode.acquire.bind(mode);
+    if (mode.acquireQueuesAtOnce) this.acquireQueuesAtOnce = true;
     if (mode.waitForChange) this.waitForChange = mode.waitForChange.bind(mode);
     if (mode.orderKeys) this.orderKeys = mode.orderKeys.bind(mode);
     if (mode.tryAcquireMany) this.tryAcquireMany = mode.tryAcquireMany.bind(mode);
@@ -125,6 +127,22 @@ export class PostgresBackend implements LockBackend {
       await Promise.all([this.listener.close(), this.statements.close()]);
     })();
     return this.closing;
+  }
+
+  /**
+   * Test support (the conformance suite's kill hook): ends like a killed process. Queued waiters
+   * stop without leaving, the LISTEN socket is dropped, the pool ends without releasing anything:
+   * rows and queue entries stay until their server-clock deadlines.
+   */
+  async simulateCrash(): Promise<void> {
+    this.mode.crash?.();
+    this.listener.crash();
+    await this.close();
+  }
+
+  /** Test support (the fair group's lost-message case): grant messages are dropped from now on. */
+  simulateLostGrantMessages(): void {
+    this.listener.dropGrants = true;
   }
 
   private unavailable(action: string, key: string | undefined, error: unknown): DeadboltError {

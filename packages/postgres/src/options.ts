@@ -38,6 +38,11 @@ export interface PostgresBackendOptions {
   readonly connectTimeoutMs?: number;
   /** Mixed into the advisory-lock id so two applications sharing a database do not collide. Default ''. */
   readonly namespace?: string;
+  /**
+   * Lease mode: how long a queued waiter keeps its place without a heartbeat (server clock); it
+   * heartbeats every third of it. A waiter that died delays the queue by at most this. Default 3000.
+   */
+  readonly waiterLeaseMs?: number;
 }
 
 export interface ResolvedPostgresOptions {
@@ -54,11 +59,14 @@ export interface ResolvedPostgresOptions {
   readonly statementTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly namespace: string;
+  readonly waiterLeaseMs: number;
 }
 
 export const defaultStatementTimeoutMs = 2_000;
 export const defaultLeaseTable = 'deadbolt_locks';
 export const defaultFenceTable = 'deadbolt_fences';
+/** Three heartbeats of one second: a dead waiter costs the queue at most 3 s, once (as Redis fair mode). */
+export const defaultWaiterLeaseMs = 3_000;
 
 /** Deadbolt's URL parameters; `prefix` belongs to core, which applies it before keys reach us. */
 const urlParameterNames: ReadonlySet<string> = new Set([
@@ -69,6 +77,7 @@ const urlParameterNames: ReadonlySet<string> = new Set([
   'connectTimeoutMs',
   'namespace',
   'pool',
+  'waiterLeaseMs',
   'prefix',
 ]);
 /**
@@ -97,6 +106,7 @@ const objectOptions: ReadonlySet<string> = new Set([
   'statementTimeoutMs',
   'connectTimeoutMs',
   'namespace',
+  'waiterLeaseMs',
 ]);
 const backend = 'postgres';
 /** Options one mode reads and the others would silently ignore (the mode table's `ownOptions`). */
@@ -179,6 +189,7 @@ export function resolvePostgresOptions(
     statementTimeoutMs,
     connectTimeoutMs,
     namespace,
+    waiterLeaseMs: durationOption('waiterLeaseMs', merged.waiterLeaseMs ?? defaultWaiterLeaseMs, backend),
   });
 }
 

@@ -1,41 +1,198 @@
 /**
- * The lease mode's SQL. Every check-and-act is one statement, judged by the server's clock (now()),
- * so client clock skew cannot break exclusion. Fences come from a sequence: globally increasing,
- * hence strictly increasing per key, and they survive a release deleting the row.
- * `t` is a validated identifier (options.ts), quoted here.
+ * The lease mode's SQL: a FIFO queue on the server with the hand-off done in place (primitives.md
+ * section 1.3, the Redis fair mode's design, here in plpgsql). Every check-and-act is one function
+ * call (one statement, one transaction), judged by the server's clock, so client clock skew cannot
+ * break exclusion. Fences come from a sequence: globally increasing, hence strictly increasing per
+ * key, and they survive a release deleting the row.
+ *
+ * Serialisation: every function that looks at a key's queue first locks the key's lock row
+ * (SELECT ... FOR UPDATE, inserting a free placeholder row when there is none), so operations on one
+ * key run one after another, as Redis runs scripts; locks are always taken lock row first, then
+ * waiter rows, so they cannot deadlock. Invariant: a key with no lock row has no waiter rows (a
+ * waiter joins only behind a live holder, and the row is deleted only when nobody waits).
+ *
+ * Grants: a release, a give-up, or any call that finds the lock free hands it to the first LIVE
+ * waiter (server-clock deadline not passed; dead ones are purged on the way) by rewriting the lock
+ * row in place, with a new fence and a claim of min(its ttl, its waiter deadline), and NOTIFYs that
+ * waiter's client on its own channel. The waiter's client extends the claim to the full ttl.
+ * Correctness never depends on the notification: a waiter re-checks when the holder's lease ends and
+ * on every heartbeat, and finds its own token in the lock row.
+ *
+ * `table` and `schema` are validated identifiers (options.ts), quoted here.
  */
 export function leaseSql(table: string, schema?: string) {
   const qualifier = schema === undefined ? '' : `"${schema}".`;
-  const t = `${qualifier}"${table}"`;
+  const L = `${qualifier}"${table}"`;
   const seq = `${qualifier}"${table.slice(0, 56)}_fence"`;
+  const W = `${qualifier}"${table.slice(0, 55)}_waiters"`;
+  const wseq = `${qualifier}"${table.slice(0, 56)}_wseq"`;
+  const leaders = `${qualifier}"${table.slice(0, 55)}_leaders"`;
+  // Versioned names: a later version adds new functions beside these instead of replacing them
+  // under clients that still call the old ones.
+  const fn = (name: string): string => `${qualifier}"${table.slice(0, 44)}_${name}_v1"`;
+  const grantNext = fn('grant');
+  const lockRow = fn('row');
+  const acquire = fn('acquire');
+  const release = fn('release');
+  const leave = fn('leave');
+  const grantNextSql = `CREATE FUNCTION ${grantNext}(k text) RETURNS boolean LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+-- The caller holds k's lock row, which is free: hand it to the first live waiter. True when one got it.
+DECLARE w record; f bigint;
+BEGIN
+  LOOP
+    SELECT token, channel, ttl_ms, deadline INTO w FROM ${W} WHERE key = k ORDER BY seq LIMIT 1;
+    IF NOT FOUND THEN RETURN false; END IF;
+    DELETE FROM ${W} WHERE token = w.token;
+    EXIT WHEN w.deadline >= clock_timestamp();
+  END LOOP;
+  f := nextval('${seq}');
+  UPDATE ${L} SET owner = w.token, fence = f,
+    expires_at = least(clock_timestamp() + w.ttl_ms * interval '1 millisecond', w.deadline)
+    WHERE key = k;
+  PERFORM pg_notify(w.channel, w.token || ' ' || f);
+  RETURN true;
+END $fn$`;
+  const lockRowSql = `CREATE FUNCTION ${lockRow}(k text, OUT owner text, OUT fence bigint, OUT expires_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+-- Locks k's lock row, inserting a free placeholder ('' until -infinity) when there is none.
+BEGIN
+  LOOP
+    SELECT l.owner, l.fence, l.expires_at INTO owner, fence, expires_at FROM ${L} l WHERE l.key = k FOR UPDATE;
+    IF FOUND THEN RETURN; END IF;
+    INSERT INTO ${L} (key, owner, fence, expires_at) VALUES (k, '', 0, '-infinity') ON CONFLICT (key) DO NOTHING;
+  END LOOP;
+END $fn$`;
+  const acquireSql = `CREATE FUNCTION ${acquire}(k text, tok text, ttl_ms float8, do_join boolean, chan text, lease_ms float8,
+  OUT held boolean, OUT fence bigint, OUT remaining_ms float8) LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+-- Takes a free lock (never past a live waiter), finds a grant already made to tok (extending it to
+-- ttl), or reports the holder's remaining lease; with do_join, queues tok (or refreshes its deadline).
+DECLARE r record; head_token text; head_deadline timestamptz;
+BEGIN
+  held := false;
+  -- The common case, a free key with no row: insert ours (nobody can be queued: the invariant).
+  INSERT INTO ${L} AS l (key, owner, fence, expires_at)
+    VALUES (k, tok, nextval('${seq}'), now() + ttl_ms * interval '1 millisecond')
+    ON CONFLICT (key) DO NOTHING RETURNING l.fence INTO fence;
+  IF FOUND THEN
+    IF NOT EXISTS (SELECT 1 FROM ${W} WHERE key = k) THEN held := true; RETURN; END IF;
+    UPDATE ${L} SET owner = '', expires_at = '-infinity' WHERE key = k; -- never barge: queue first
+  END IF;
+  SELECT * INTO r FROM ${lockRow}(k);
+  IF r.owner = tok THEN
+    -- Granted to us already (a message we missed or that is on its way): extend to the full ttl.
+    UPDATE ${L} SET expires_at = now() + ttl_ms * interval '1 millisecond' WHERE key = k;
+    DELETE FROM ${W} WHERE token = tok;
+    held := true; fence := r.fence; RETURN;
+  END IF;
+  IF r.expires_at < now() THEN
+    -- Free (released with nobody queued, or its holder's lease ran out): the first live waiter's.
+    LOOP
+      head_token := NULL;
+      SELECT token, deadline INTO head_token, head_deadline FROM ${W} WHERE key = k ORDER BY seq LIMIT 1;
+      EXIT WHEN head_token IS NULL OR head_token = tok OR head_deadline >= clock_timestamp();
+      DELETE FROM ${W} WHERE token = head_token;
+    END LOOP;
+    IF head_token IS NULL OR head_token = tok THEN
+      UPDATE ${L} SET owner = tok, fence = nextval('${seq}'), expires_at = now() + ttl_ms * interval '1 millisecond'
+        WHERE key = k RETURNING ${L}.fence INTO fence;
+      DELETE FROM ${W} WHERE token = tok;
+      held := true; RETURN;
+    END IF;
+    PERFORM ${grantNext}(k);
+  END IF;
+  fence := NULL;
+  IF do_join THEN
+    INSERT INTO ${W} (token, key, seq, channel, ttl_ms, deadline)
+      VALUES (tok, k, nextval('${wseq}'), chan, ttl_ms, now() + lease_ms * interval '1 millisecond')
+      ON CONFLICT (token) DO UPDATE SET deadline = EXCLUDED.deadline;
+  END IF;
+  SELECT greatest(0, ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000)) INTO remaining_ms
+    FROM ${L} l WHERE l.key = k;
+END $fn$`;
+  const releaseSql = `CREATE FUNCTION ${release}(k text, tok text) RETURNS boolean LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+-- Only our own row: hand the lock to the next live waiter in place, or delete it. True when our
+-- lease was still live. A retried release (lost reply) finds the next owner's token: touches nothing.
+DECLARE r record; live boolean;
+BEGIN
+  SELECT l.owner, l.expires_at INTO r FROM ${L} l WHERE l.key = k FOR UPDATE;
+  IF NOT FOUND OR r.owner <> tok THEN RETURN false; END IF;
+  live := r.expires_at >= now();
+  IF NOT ${grantNext}(k) THEN
+    DELETE FROM ${L} WHERE key = k;
+    -- Election followers (election.ts) wait for this; lock waiters get their grant instead.
+    IF EXISTS (SELECT 1 FROM ${leaders} WHERE key = k) THEN PERFORM pg_notify('${releaseChannel}', k); END IF;
+  END IF;
+  RETURN live;
+END $fn$`;
+  const leaveSql = `CREATE FUNCTION ${leave}(k text, tok text) RETURNS integer LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+-- A waiter gives up (timeout, abort): no entry left behind. A grant that raced the give-up is passed
+-- on as a release would; a free lock goes to the next live waiter (progress never waits for a timer).
+-- 2: the lock had been granted to tok (now passed on); 1 otherwise.
+DECLARE r record;
+BEGIN
+  SELECT * INTO r FROM ${lockRow}(k);
+  DELETE FROM ${W} WHERE token = tok;
+  IF r.owner = tok OR r.expires_at < now() THEN
+    IF NOT ${grantNext}(k) THEN DELETE FROM ${L} WHERE key = k; END IF;
+  END IF;
+  IF r.owner = tok THEN RETURN 2; END IF;
+  RETURN 1;
+END $fn$`;
   return {
     schema: [
       ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS "${schema}"`]),
-      `CREATE TABLE IF NOT EXISTS ${t} (key text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, expires_at timestamptz NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS ${L} (key text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, expires_at timestamptz NOT NULL)`,
       `CREATE SEQUENCE IF NOT EXISTS ${seq}`,
+      `CREATE TABLE IF NOT EXISTS ${W} (token text PRIMARY KEY, key text NOT NULL, seq bigint NOT NULL, channel text NOT NULL, ttl_ms float8 NOT NULL, deadline timestamptz NOT NULL)`,
+      `CREATE INDEX IF NOT EXISTS "${table.slice(0, 52)}_waiters_q" ON ${W} (key, seq)`,
+      `CREATE SEQUENCE IF NOT EXISTS ${wseq}`,
+      `CREATE TABLE IF NOT EXISTS ${leaders} (key text PRIMARY KEY, token text NOT NULL, id text NOT NULL)`,
+      // Each function once, under a transaction lock so that concurrent first clients do not race.
+      ...[
+        [lockRow, '(text)', lockRowSql],
+        [grantNext, '(text)', grantNextSql],
+        [acquire, '(text, text, float8, boolean, text, float8)', acquireSql],
+        [release, '(text, text)', releaseSql],
+        [leave, '(text, text)', leaveSql],
+      ].map(
+        ([name, args, body]) => `DO $do$ BEGIN
+  PERFORM pg_advisory_xact_lock(1684366436, hashtext(${quoteLiteral(name!)})); -- (int, int): not the advisory mode's bigint space
+  IF to_regprocedure(${quoteLiteral(name! + args!)}) IS NULL THEN EXECUTE ${quoteLiteral(body!)}; END IF;
+END $do$`,
+      ),
     ],
-    // Insert, or take over an expired row. The outer SELECT reads the snapshot from before the
-    // upsert, so when nothing was taken it sees the holder's row: its remaining ms is the retry hint.
-    acquire: `WITH taken AS (
-        INSERT INTO ${t} AS l (key, owner, fence, expires_at)
-        VALUES ($1, $2, nextval('${seq}'), now() + $3 * interval '1 millisecond')
-        ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, fence = EXCLUDED.fence, expires_at = EXCLUDED.expires_at
-        WHERE l.expires_at < now()
-        RETURNING fence)
-      SELECT (SELECT fence FROM taken)::text AS fence,
-             (SELECT ceil(extract(epoch FROM expires_at - now()) * 1000) FROM ${t} WHERE key = $1)::float8 AS remaining_ms`,
-    renew: `UPDATE ${t} SET expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND owner = $2 AND expires_at >= now()`,
-    renewMany: `UPDATE ${t} AS l SET expires_at = now() + u.ttl * interval '1 millisecond'
+    /** One attempt: $1 key, $2 token, $3 ttl ms, $4 join the queue, $5 our grant channel, $6 waiter lease ms. */
+    acquire: `SELECT held, fence::text AS fence, remaining_ms FROM ${acquire}($1, $2, $3, $4, $5, $6)`,
+    renew: `UPDATE ${L} SET expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND owner = $2 AND expires_at >= now()`,
+    renewMany: `UPDATE ${L} AS l SET expires_at = now() + u.ttl * interval '1 millisecond'
       FROM unnest($1::text[], $2::text[], $3::float8[]) AS u(key, owner, ttl)
       WHERE l.key = u.key AND l.owner = u.owner AND l.expires_at >= now()
       RETURNING l.key, l.owner`,
-    // Compare-and-delete plus the wake-up in one statement: pg_notify is delivered at commit.
-    release: `WITH gone AS (DELETE FROM ${t} WHERE key = $1 AND owner = $2 RETURNING key, expires_at >= now() AS live)
-      SELECT live, pg_notify('${releaseChannel}', key) FROM gone`,
+    release: `SELECT ${release}($1, $2) AS live`,
+    leave: `SELECT ${leave}($1, $2) AS left`,
+    /**
+     * Waiters' heartbeat, one statement per tick ($1 tokens, $2 their keys, $3 waiter lease ms): their
+     * deadlines move on; per token, whether it is still queued (not: granted, or purged as dead) and
+     * the holder's remaining lease (<= 0 or null: free, so the waiter re-checks at once).
+     */
+    heartbeat: `WITH beat AS (
+        UPDATE ${W} SET deadline = now() + $3 * interval '1 millisecond' WHERE token = ANY($1::text[]) RETURNING token)
+      SELECT t.token, beat.token IS NOT NULL AS queued,
+             (SELECT ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000) FROM ${L} l WHERE l.key = t.key)::float8 AS remaining_ms
+      FROM unnest($1::text[], $2::text[]) AS t(token, key) LEFT JOIN beat ON beat.token = t.token`,
     /** Is the lock free now (no row, or expired)? Used after LISTEN so a release is never missed. */
-    isFree: `SELECT NOT EXISTS (SELECT 1 FROM ${t} WHERE key = $1 AND expires_at >= now()) AS free`,
+    isFree: `SELECT NOT EXISTS (SELECT 1 FROM ${L} WHERE key = $1 AND expires_at >= now()) AS free`,
   };
 }
 
-/** The LISTEN/NOTIFY channel a release wakes; the payload is the key. */
+function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** The LISTEN/NOTIFY channel a release wakes (election followers); the payload is the key. */
 export const releaseChannel = 'deadbolt_released';

@@ -3,7 +3,7 @@ import { postgresStatementCount, startPostgres, type PostgresServerHandle } from
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import type { LockBackend } from '@deadbolt/core/adapter';
 import pg from 'pg';
-import { advisoryCapabilities, createPostgresBackend, leaseCapabilities } from '../src/index.js';
+import { advisoryCapabilities, createPostgresBackend, leaseCapabilities, type PostgresBackend } from '../src/index.js';
 
 const advisoryBackends = new WeakMap<LockClient, LockBackend>();
 
@@ -71,22 +71,36 @@ describeLockConformance<PostgresServerHandle>({
   commandCount: (server) => statementCount(server!),
 });
 
-// Lease clients keep their backend, so the election's killed-leader case can crash one: its pool
-// closes with no release, its rows stay until their server-clock expiry.
-const leaseBackends = new WeakMap<LockClient, LockBackend>();
+// Lease clients keep their backend, so the kill hook can crash one (no release, no leave: its rows
+// and queue entries stay until their server-clock deadlines) and the fair group can drop its grant
+// messages.
+const leaseBackends = new WeakMap<LockClient, PostgresBackend>();
+/** The waiter lease the fair group runs with (the default): a heartbeat every second. */
+const waiterLeaseMs = 3_000;
+const leaseBackendOf = (client: LockClient): PostgresBackend => {
+  const backend = leaseBackends.get(client);
+  if (backend === undefined) throw new Error('not a lease client of this suite');
+  return backend;
+};
 describeLockConformance<PostgresServerHandle>({
   name: 'postgres:lease',
   capabilities: leaseCapabilities,
   servers: () => startPostgres(),
   create: (server, { prefix }) => {
-    const backend = createPostgresBackend(`${server!.url}?mode=lease&statementTimeoutMs=2000`);
+    const backend = createPostgresBackend(`${server!.url}?mode=lease&statementTimeoutMs=2000&waiterLeaseMs=${waiterLeaseMs}`);
     const client = createLockClient({ backend, prefix });
-    leaseBackends.set(client, backend);
+    leaseBackends.set(client, backend as PostgresBackend);
     return client;
   },
-  kill: async (client) => {
-    await leaseBackends.get(client)?.close();
+  kill: (client) => leaseBackendOf(client).simulateCrash(),
+  fair: {
+    waiterLeaseMs,
+    recheckBoundMs: waiterLeaseMs / 3,
+    loseGrantMessages: (client) => leaseBackendOf(client).simulateLostGrantMessages(),
   },
+  // The server queue hands the lock on in place: 1,000 waiters take a few seconds (6.5 s at load 12),
+  // not the 28-37 s of the old wake-everyone wait, so the wait it is given is cut from 60 s too.
+  manyWaitersWaitMs: 20_000,
   faults,
   credentials: (server, config) => credentials(server, config, 'lease'),
   commandCount: (server) => statementCount(server!),

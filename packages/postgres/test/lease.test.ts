@@ -78,23 +78,32 @@ describe('postgres:lease', () => {
     }
   });
 
-  it('release wakes a waiter through NOTIFY', async () => {
+  it('a release grants the lock in place to the queued waiter (new fence), whose client hears it on its own channel', async () => {
     const a = backend();
     const b = backend();
     try {
-      const held = await a.tryAcquire(request('notify'));
+      const held = await a.tryAcquire(request('notify', 60_000));
       if (!held.acquired) throw new Error('not acquired');
-      const woken = b.waitForChange!('notify', 30_000, new AbortController().signal);
-      // The listener registers, LISTENs, then checks: give the release a LISTEN to land on by polling pg_stat_activity.
-      await expect
-        .poll(async () => (await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`)).rows[0].n, {
-          timeout: 5_000,
-        })
-        .toBeGreaterThan(0);
+      const granted: unknown[] = [];
+      const contended = new Promise<void>((resolve) => {
+        void b.acquire!({ ...request('notify', 60_000), onContended: resolve }, Date.now() + 30_000, new AbortController().signal).then(
+          (grant) => granted.push(grant),
+        );
+      });
+      await contended;
+      const queued = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM deadbolt_locks_waiters WHERE key = 'notify'`);
+      expect(queued.rows[0]?.n).toBe(1);
       const released = Date.now();
-      await a.release(held.grant);
-      await woken;
+      expect(await a.release(held.grant)).toBe(true);
+      // The lease is 60 s: only the grant in place (message or heartbeat) can hand it over this soon.
+      await expect.poll(() => granted.length, { timeout: 5_000 }).toBe(1);
       expect(Date.now() - released).toBeLessThan(5_000);
+      const grant = granted[0] as { token: string; fence: number };
+      expect(grant.fence).toBeGreaterThan(held.grant.fence!);
+      const row = await admin.query<{ owner: string }>(`SELECT owner FROM deadbolt_locks WHERE key = 'notify'`);
+      expect(row.rows[0]?.owner).toBe(grant.token);
+      expect((await admin.query(`SELECT 1 FROM deadbolt_locks_waiters WHERE key = 'notify'`)).rowCount).toBe(0);
+      expect(await b.release(grant as never)).toBe(true);
     } finally {
       await Promise.all([a.close(), b.close()]);
     }

@@ -1,24 +1,42 @@
+import { randomBytes } from 'node:crypto';
 import type { AcquireRequest, AttemptResult, CampaignRequest, Capabilities, Grant, TermGrant } from '@deadbolt/core/adapter';
 import { electionSql, LeaseElection } from '../election.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
+import { LeaseQueue } from './lease-queue.js';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
 export const leaseCapabilities: Capabilities = Object.freeze({
   ...baseCapabilities,
   lease: 'ttl',
+  // A FIFO queue on the server, the lock granted in place to its head (sql.ts, lease-queue.ts).
+  fair: true,
   // Elections on the lease row, the fence as term, the leader's id beside it (election.ts).
   election: true,
 });
 
+/** What one acquire function call answers. */
+export interface AttemptRow {
+  readonly held: boolean;
+  readonly fence: string | null;
+  readonly remaining_ms: number | null;
+}
+
 /**
- * 'postgres:lease': a row per held lock with a server-clock expiry, taken and handed over by one
- * conditional upsert (INSERT ... ON CONFLICT DO UPDATE ... WHERE expires_at < now()). Release deletes
- * only our row (owner = the grant's random token) and NOTIFYs waiters in the same statement.
+ * 'postgres:lease': a row per held lock with a server-clock expiry, and a FIFO queue of waiters on
+ * the server (sql.ts): release, expiry and a waiter giving up grant the lock in place to the first
+ * live waiter and NOTIFY that waiter's client on its own channel, so a contended hand-off is one
+ * statement and one message, with no herd of waiters racing for the row (issue 18). tryAcquire never
+ * barges past a queued waiter. The waiting side (heartbeats, re-checks, grant messages) is LeaseQueue.
  */
 export class LeaseMode implements PostgresLockMode {
+  /** Core skips its plain first attempt: acquire() takes a free lock in the same single call. */
+  readonly acquireQueuesAtOnce = true;
   private readonly sql: ReturnType<typeof leaseSql>;
   private readonly election: LeaseElection;
+  private readonly queue: LeaseQueue;
+  /** This client's grant channel: one per backend, never per key. */
+  private readonly channel = `deadbolt_grant_${randomBytes(12).toString('hex')}`;
 
   constructor(private readonly context: ModeContext) {
     const { options, statements } = context;
@@ -29,6 +47,24 @@ export class LeaseMode implements PostgresLockMode {
       query: async <R extends Record<string, unknown>>(action: string, key: string, text: string, params: readonly unknown[]) =>
         (await statements.query(action, key, text, params)).rows as R[],
       waitForChange: (key, maxWaitMs, signal) => this.waitForChange(key, maxWaitMs, signal),
+    });
+    this.queue = new LeaseQueue({
+      waiterLeaseMs: options.waiterLeaseMs,
+      channel: this.channel,
+      listener: context.listener,
+      attempt: (request, token, join) => this.attempt(request, token, join),
+      leave: (key, token) => this.leave(key, token),
+      heartbeat: async (tokens, keys) =>
+        (
+          await statements.query<{ token: string; queued: boolean; remaining_ms: number | null }>(
+            'wait',
+            tokens.length === 1 ? keys[0] : undefined,
+            this.sql.heartbeat,
+            [tokens, keys, options.waiterLeaseMs],
+          )
+        ).rows,
+      extend: (grants, ttlMs) => this.renewMany(grants, ttlMs),
+      extendOne: (grant, ttlMs) => this.renew(grant, ttlMs),
     });
   }
 
@@ -43,32 +79,27 @@ export class LeaseMode implements PostgresLockMode {
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomToken();
-    const result = await this.context.statements.query<{ fence: string | null; remaining_ms: number | null }>(
-      'acquire',
-      request.key,
-      this.sql.acquire,
-      [request.key, token, request.ttlMs],
-      // Given up on (a frozen server answers late): delete this attempt's row, if it made one, so no
-      // lease is left for the whole ttl (issue 14). Deleting by its random token is always safe.
-      () => this.release({ key: request.key, owner: request.owner, token }),
-      request.ttlMs,
-    );
-    const row = result.rows[0];
-    if (row?.fence === null || row?.fence === undefined) {
-      return row?.remaining_ms === null || row?.remaining_ms === undefined
-        ? { acquired: false }
-        : { acquired: false, retryAfterMs: Math.max(0, row.remaining_ms) };
-    }
-    return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: Number(row.fence) } };
+    const row = await this.attempt(request, token, false);
+    if (row.held) return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: Number(row.fence) } };
+    return row.remaining_ms === null ? { acquired: false } : { acquired: false, retryAfterMs: Math.max(0, row.remaining_ms) };
+  }
+
+  /** Takes a free lock, or queues on the server and waits for the grant; undefined at the deadline or on abort. */
+  acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    return this.queue.acquire(request, deadline, signal);
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    const sentAt = Date.now();
     const result = await this.context.statements.query('renew', grant.key, this.sql.renew, [grant.key, grant.token, ttlMs]);
-    return result.rowCount === 1;
+    const renewed = result.rowCount === 1;
+    if (renewed) this.queue.extended(grant, sentAt, ttlMs);
+    return renewed;
   }
 
   async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
     if (grants.length === 0) return [];
+    const sentAt = Date.now();
     const result = await this.context.statements.query<{ key: string; owner: string }>(
       'renew',
       grants.length === 1 ? grants[0]!.key : undefined,
@@ -76,14 +107,20 @@ export class LeaseMode implements PostgresLockMode {
       [grants.map((g) => g.key), grants.map((g) => g.token), [...ttlMs]],
     );
     const renewed = new Set(result.rows.map((row) => `${row.owner}\u0000${row.key}`));
-    return grants.map((grant) => renewed.has(`${grant.token}\u0000${grant.key}`));
+    return grants.map((grant, index) => {
+      const ok = renewed.has(`${grant.token}\u0000${grant.key}`);
+      if (ok) this.queue.extended(grant, sentAt, ttlMs[index]!);
+      return ok;
+    });
   }
 
   async release(grant: Grant): Promise<boolean> {
+    this.queue.forget(grant);
     const result = await this.context.statements.query<{ live: boolean }>('release', grant.key, this.sql.release, [grant.key, grant.token]);
     return result.rows[0]?.live === true;
   }
 
+  /** Release notifications for election followers (lock waiters get their grant by message instead). */
   waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
     return this.context.listener.wait(key, maxWaitMs, signal, async () => {
       const result = await this.context.statements.query<{ free: boolean }>('wait', key, this.sql.isFree, [key]);
@@ -91,6 +128,32 @@ export class LeaseMode implements PostgresLockMode {
     });
   }
 
-  /** Nothing of its own: the pool and the listener are the backend's. */
-  async close(): Promise<void> {}
+  /** Waiters still queued leave (core is aborting their acquires anyway); the pool and listener are the backend's. */
+  close(): Promise<void> {
+    return this.queue.close();
+  }
+
+  /** Test support (a killed process): no tick, no re-check, no leave; the queue rows stay until their deadlines. */
+  crash(): void {
+    this.queue.crash();
+  }
+
+  /** One call of the acquire function. A call given up on (a frozen server answers late) is undone by a leave. */
+  private async attempt(request: AcquireRequest, token: string, join: boolean): Promise<AttemptRow> {
+    const result = await this.context.statements.query<AttemptRow>(
+      'acquire',
+      request.key,
+      this.sql.acquire,
+      [request.key, token, request.ttlMs, join, this.channel, this.context.options.waiterLeaseMs],
+      // Given up on: leave, which removes a queue entry and passes on a grant this attempt got, so
+      // no lease or entry is left for its whole lifetime (issue 14). By its random token: always safe.
+      () => this.leave(request.key, token),
+      request.ttlMs,
+    );
+    return result.rows[0] ?? { held: false, fence: null, remaining_ms: null };
+  }
+
+  private async leave(key: string, token: string): Promise<void> {
+    await this.context.statements.query('acquire', key, this.sql.leave, [key, token]);
+  }
 }

@@ -20,6 +20,8 @@ import type { StatementPool } from '../statement-pool.js';
  * ones: the backend offers exactly those its mode has.
  */
 export interface PostgresLockMode {
+  /** See LockBackend.acquireQueuesAtOnce. */
+  readonly acquireQueuesAtOnce?: boolean;
   tryAcquire(request: AcquireRequest): Promise<AttemptResult>;
   /** Native waiting (the server's queue): see LockBackend.acquire. */
   acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
@@ -35,6 +37,8 @@ export interface PostgresLockMode {
   leader?(key: string): Promise<string | undefined>;
   /** Frees what the mode opened itself (advisory sessions); the backend closes the shared parts after it. */
   close(): Promise<void>;
+  /** Test support: stop as a killed process would (no leave, no release); the backend drops the sockets. */
+  crash?(): void;
 }
 
 /** What the backend shares with its mode. The pool and the listener open on first use (no I/O before). */

@@ -34,8 +34,9 @@ export const postgresModeTable = Object.freeze({
   },
   lease: {
     capabilities: leaseCapabilities,
-    summary: 'a row per lock with a server-clock expiry, taken by one conditional upsert; waiters woken by LISTEN/NOTIFY',
-    ownOptions: [],
+    summary:
+      'a row per lock with a server-clock expiry; a FIFO queue on the server, the lock granted in place to its head, one NOTIFY to its client',
+    ownOptions: ['waiterLeaseMs'],
     defaultPool: 8,
     refusesAppPool: undefined,
     create: (context) => new LeaseMode(context),
