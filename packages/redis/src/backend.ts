@@ -60,6 +60,12 @@ export class RedisBackend implements LockBackend {
   readonly acquireQueuesAtOnce?: boolean;
   /** setnx: every key of one hash slot in one script, all or nothing (multi.ts). */
   readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
+  /** fair: one script per hash slot queues on every key at once (modes/fair-kinds.ts). */
+  readonly acquireMany?: (
+    requests: readonly AcquireRequest[],
+    deadline: number,
+    signal: AbortSignal,
+  ) => Promise<readonly Grant[] | undefined>;
   /** setnx: elections on the lock, the fence as term, the leader's id beside it (election.ts). */
   readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
   readonly leader?: (key: string) => Promise<string | undefined>;
@@ -126,6 +132,16 @@ export class RedisBackend implements LockBackend {
         const fair = this.mode;
         const kinds = new FairKinds(connection, this.fairSettings(connection), this.name);
         this.kinds = kinds;
+        this.acquireMany = (requests, deadline, signal) =>
+          this.run(
+            'acquire',
+            requests.map((request) => request.key).join(', '),
+            () => kinds.acquireMany(requests, deadline, signal),
+            false,
+          );
+        this.campaign = (request, deadline, signal) =>
+          this.run('elect', request.key, () => kinds.campaign(request, deadline, signal), false);
+        this.leader = (key) => this.run('leader', key, () => kinds.leader(key));
         this.acquireQueuesAtOnce = true;
         this.acquire = (request, deadline, signal) =>
           this.run(

@@ -89,4 +89,40 @@ describe('redis fair mode: read-write locks and semaphores', () => {
     await Promise.all(rest.map((lock) => lock.release()));
     expect((await raw.keys('*one:s*')).sort()).toEqual(['{one:s}:sem:fence']);
   });
+
+  it('acquireAll takes the free keys and joins every busy queue in one script; an abort leaves no entry and no key behind', async () => {
+    const raw = opened.raw(server.url);
+    const [holder, multi] = [client('mq:'), client('mq:')];
+    const held = await Promise.all(['k1', 'k2'].map((key) => holder.acquire(key)));
+    const contended = new Promise((resolve) => multi.once('contended', resolve));
+    const controller = new AbortController();
+    const pending = multi.acquireAll(['k1', 'k2', 'k3'], { waitMs: 10_000, signal: controller.signal });
+    await contended;
+    const token = await raw.get('mq:k3');
+    expect(token).toMatch(/\.m[0-9a-z]+$/);
+    for (const key of ['k1', 'k2']) expect(await raw.lrange(`{mq:${key}}:queue`, 0, -1)).toHaveLength(1);
+    controller.abort(new Error('test abort'));
+    await expect(pending).rejects.toThrow('test abort');
+    for (const key of ['k1', 'k2']) expect(await raw.exists(`{mq:${key}}:queue`, `{mq:${key}}:waiters`)).toBe(0);
+    expect(await raw.exists('mq:k3')).toBe(0);
+    expect(held.every((lock) => lock.held)).toBe(true);
+    await Promise.all(held.map((lock) => lock.release()));
+  });
+
+  it("an election's leader() is read from the term's token; a resign hands the term to the queued follower at once", async () => {
+    const [a, b] = [client('el:'), client('el:')];
+    const first = a.elect('chair', { id: 'node-ä' })[Symbol.asyncIterator]();
+    const term = await first.next();
+    expect(term.done).toBe(false);
+    expect(await b.elect('chair', { id: 'x' }).leader()).toBe('node-ä');
+    const follower = b.elect('chair', { id: 'node-b' });
+    const queued = new Promise((resolve) => b.once('contended', resolve));
+    const next = follower[Symbol.asyncIterator]().next();
+    await queued;
+    await first.return?.();
+    const second = await next;
+    expect(second.done).toBe(false);
+    expect(await a.elect('chair', { id: 'y' }).leader()).toBe('node-b');
+    await follower.resign();
+  });
 });

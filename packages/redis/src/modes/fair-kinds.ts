@@ -1,11 +1,20 @@
-import { InvalidArgumentError, type AcquireRequest, type AttemptResult, type Grant, type LockKind } from '@deadbolt/core/adapter';
+import {
+  InvalidArgumentError,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Grant,
+  type LockKind,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { runFairEnqueueMany } from '../fair-multi-lua.js';
 import { GrantChannel } from '../grant-channel.js';
 import { siblingKey, slotOf, tagOfSlot } from '../keys.js';
 import { pipelined } from '../pipeline.js';
-import { queueScript, runScript, type ScriptName } from '../scripts.js';
-import { fairCapabilities, type FairSettings } from './fair.js';
+import { queueScript, runScript, type ScriptArgument, type ScriptName } from '../scripts.js';
+import { fairCapabilities, fairKeys, type FairSettings } from './fair.js';
 import type { LockMode } from './mode.js';
 
 /** A grant of a read, write or permit hold; fields core treats as opaque. */
@@ -36,8 +45,22 @@ function driftMs(ms: number): number {
   return Math.ceil(ms * 0.01) + 2;
 }
 
-/** One letter per kind, read by the scripts from the token (kinds-lua.ts). */
+/**
+ * One letter per kind, read by the scripts from the token (kinds-lua.ts). Tokens of the mutex
+ * family go through the fair mutex's own scripts: 'm' a key of a multi-lock, 'e' an election term.
+ */
 const modeLetter = { read: 'r', write: 'w', permit: 'p' } as const;
+const letterOf = (token: string): string => token.charAt(token.lastIndexOf('.') + 1);
+const isKindToken = (token: string): boolean => 'rwp'.includes(letterOf(token));
+
+/** An election token carries the candidate's id (base64url: no '.', no space), so the lock's value names its leader. */
+const electionToken = /^[^.]+\.\d+\.e[0-9a-z]+~([A-Za-z0-9_-]*)$/;
+
+interface ScriptCall {
+  readonly name: ScriptName;
+  readonly keys: readonly string[];
+  readonly args: readonly ScriptArgument[];
+}
 
 /**
  * The five keys of a read-write lock or a semaphore on `key`, in one hash slot (kinds-lua.ts). They
@@ -65,7 +88,9 @@ function pair(reply: unknown): [number, number] {
  * the first holder's lease ends and heartbeats its queue entry in one pipeline per tick, a grant
  * that came by message carries a short claim that the next tick extends, and a waiter that gives
  * up leaves nothing behind. It has its own client id, grant channel and subscriber socket, so the
- * fair mutex's hot path is untouched.
+ * fair mutex's hot path is untouched. Multi-locks and election terms (issue 17) are fair mutex locks
+ * taken through the same waiting machinery with their own tokens ('m', 'e'), so they too are
+ * granted in place and heard on this channel.
  */
 export class FairKinds implements LockMode {
   readonly mode = 'fair' as const;
@@ -101,8 +126,12 @@ export class FairKinds implements LockMode {
   }
 
   tokenFor(request: AcquireRequest): string {
+    return this.newToken(request.ttlMs, modeLetter[kindOf(request).type]);
+  }
+
+  private newToken(ttlMs: number, letter: string, suffix = ''): string {
     this.sequence += 1;
-    return `${this.tokenStart}${request.ttlMs}.${modeLetter[kindOf(request).type]}${this.sequence.toString(36)}`;
+    return `${this.tokenStart}${ttlMs}.${letter}${this.sequence.toString(36)}${suffix}`;
   }
 
   async tryAcquire(request: AcquireRequest, token = this.tokenFor(request)): Promise<AttemptResult> {
@@ -112,8 +141,12 @@ export class FairKinds implements LockMode {
   }
 
   /** Takes a free hold, or queues and waits for the grant; undefined at the deadline or on abort. */
-  async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    const token = this.tokenFor(request);
+  async acquire(
+    request: AcquireRequest,
+    deadline: number,
+    signal: AbortSignal,
+    token = this.tokenFor(request),
+  ): Promise<Grant | undefined> {
     const sentAt = Date.now();
     const [held, value] = await this.attempt(request, token, '1').catch((error: unknown) => {
       void this.undoAcquire(request, token).catch(() => undefined);
@@ -125,12 +158,131 @@ export class FairKinds implements LockMode {
   }
 
   undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
-    return runScript(this.connection, 'kind-leave', keysOf(request.key, token), [token, this.channelPrefix(request.key), this.publish]);
+    return this.run(this.leaveCall(request.key, token));
+  }
+
+  /**
+   * Elections on the fair queue (issue 17): a term is the fair lock on the election's key, its fence
+   * the term, the candidate's id inside the token (so the lock's value names the leader), and the
+   * followers wait in the queue, so a resignation (a release) grants the next one in place.
+   */
+  async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    const token = this.newToken(request.ttlMs, 'e', `~${Buffer.from(request.candidate, 'utf8').toString('base64url')}`);
+    const sentAt = Date.now();
+    const grant = await this.acquire(request, deadline, signal, token);
+    return grant && { ...grant, sentAt };
+  }
+
+  /** The current leader's id: read from the token under the election's key. */
+  async leader(key: string): Promise<string | undefined> {
+    const value = await this.connection.get(key);
+    const encoded = value === null ? undefined : electionToken.exec(value)?.[1];
+    return encoded === undefined ? undefined : Buffer.from(encoded, 'base64url').toString('utf8');
+  }
+
+  /**
+   * Multi-key locks on the fair queue (issue 17): per hash slot, in the global (slot, key) order,
+   * one script takes every free key and queues on every other (fair-multi-lua.ts), so two
+   * multi-locks stand in the same order in every queue they share; then the call waits for the
+   * grants of that slot before it enqueues in the next. At the deadline, on abort or on a failure,
+   * every key taken is released and every queue entry left: nothing stays behind.
+   */
+  async acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<Grant[] | undefined> {
+    const taken: KindGrant[] = [];
+    const giveBack = async (): Promise<void> => {
+      await Promise.allSettled(taken.map((grant) => this.release(grant)));
+    };
+    try {
+      let waited = false;
+      // One script per hash slot on Cluster; a single server takes every key in one.
+      for (const group of this.settings.cluster ? slotGroups(requests) : [requests]) {
+        const got = await this.acquireGroup(group, deadline, signal);
+        if (got === undefined) {
+          await giveBack();
+          return undefined;
+        }
+        taken.push(...got.grants);
+        waited ||= got.waited;
+      }
+      // Keys taken early may have run out while later ones were awaited: confirm and extend all at once.
+      if (waited && !(await this.confirmAll(taken))) {
+        await giveBack();
+        return Date.now() < deadline && !signal.aborted ? this.acquireMany(requests, deadline, signal) : undefined;
+      }
+    } catch (error) {
+      await giveBack();
+      throw error;
+    }
+    const byKey = new Map(taken.map((grant) => [grant.key, grant]));
+    return requests.map((request) => byKey.get(request.key)!);
+  }
+
+  private async acquireGroup(
+    group: readonly AcquireRequest[],
+    deadline: number,
+    signal: AbortSignal,
+  ): Promise<{ grants: KindGrant[]; waited: boolean } | undefined> {
+    const tokens = group.map((request) => this.newToken(request.ttlMs, 'm'));
+    const prefix = this.channelPrefix(group[0]!.key);
+    const sentAt = Date.now();
+    const reply = (await runFairEnqueueMany(
+      this.connection,
+      group.flatMap((request) => fairKeys(request.key)),
+      this.settings.waiterLeaseMs,
+      prefix,
+      this.publish,
+      tokens,
+    ).catch((error: unknown) => {
+      for (const [index, request] of group.entries()) void this.undoAcquire(request, tokens[index]!).catch(() => undefined);
+      throw error;
+    })) as unknown[];
+    const grants: KindGrant[] = [];
+    const waits: Promise<Grant | undefined>[] = [];
+    const giveUp = new AbortController();
+    const waitSignal = AbortSignal.any([signal, giveUp.signal]);
+    for (const [index, request] of group.entries()) {
+      const [held, value] = [Number(reply[2 * index]), Number(reply[2 * index + 1])];
+      if (held === 1) grants.push(this.grantOf(request, tokens[index]!, value, sentAt + request.ttlMs - driftMs(request.ttlMs)));
+      else waits.push(this.waitForGrant(request, tokens[index]!, sentAt, value, deadline, waitSignal));
+    }
+    if (waits.length === 0) return { grants, waited: false };
+    group[0]!.onContended?.();
+    // One key not granted (deadline, abort, failure): the others leave too, and what came is given back.
+    const outcomes = await Promise.allSettled(
+      waits.map((wait) =>
+        wait.then((grant) => {
+          if (grant === undefined) giveUp.abort();
+          return grant;
+        }),
+      ),
+    );
+    for (const outcome of outcomes) if (outcome.status === 'fulfilled' && outcome.value) grants.push(outcome.value as KindGrant);
+    const failure = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    if (failure === undefined && grants.length === group.length) return { grants, waited: true };
+    await Promise.allSettled(grants.map((grant) => this.release(grant)));
+    if (failure) throw failure.reason;
+    return undefined;
+  }
+
+  /** Re-checks every key in one pipeline (extending each still ours to its ttl); false if one is gone. */
+  private async confirmAll(grants: readonly KindGrant[]): Promise<boolean> {
+    const sentAt = Date.now();
+    const replies = await pipelined(
+      this.connection,
+      grants.map((grant) => grant.key),
+      (pipeline, index) => queueScript(pipeline, 'compare-pexpire', [grants[index]!.key], [grants[index]!.token, grants[index]!.ttlMs]),
+    );
+    for (const [index, grant] of grants.entries()) {
+      if (Number(replies[index]) !== 1) return false;
+      grant.validUntil = sentAt + grant.ttlMs - driftMs(grant.ttlMs);
+      this.unextended.delete(grant);
+    }
+    return true;
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     const sentAt = Date.now();
-    const renewed = Number(await runScript(this.connection, 'kind-renew', keysOf(grant.key, grant.token), [grant.token, ttlMs])) === 1;
+    const renewed = Number(await this.run(this.renewCall(grant.key, grant.token, ttlMs))) === 1;
     if (renewed) this.extended(grant as KindGrant, sentAt, ttlMs);
     return renewed;
   }
@@ -140,8 +292,7 @@ export class FairKinds implements LockMode {
     const replies = await pipelined(
       this.connection,
       grants.map((grant) => grant.key),
-      (pipeline, index) =>
-        queueScript(pipeline, 'kind-renew', keysOf(grants[index]!.key, grants[index]!.token), [grants[index]!.token, ttlMs[index]!]),
+      (pipeline, index) => this.queue(pipeline, this.renewCall(grants[index]!.key, grants[index]!.token, ttlMs[index]!)),
     );
     return replies.map((reply, index) => {
       const renewed = Number(reply) === 1;
@@ -152,12 +303,7 @@ export class FairKinds implements LockMode {
 
   async release(grant: Grant): Promise<boolean> {
     if (this.unextended.size > 0) this.unextended.delete(grant as KindGrant);
-    const reply = await runScript(this.connection, 'kind-release', keysOf(grant.key, grant.token), [
-      grant.token,
-      this.channelPrefix(grant.key),
-      this.publish,
-    ]);
-    return Number(reply) === 1;
+    return Number(await this.run(this.releaseCall(grant.key, grant.token))) === 1;
   }
 
   async close(): Promise<void> {
@@ -188,21 +334,63 @@ export class FairKinds implements LockMode {
     return this.settings.cluster ? `{${tagOfSlot(slotOf(key))}}:deadbolt:grant:` : 'deadbolt:grant:';
   }
 
-  private async attempt(request: AcquireRequest, token: string, join: '0' | '1'): Promise<[number, number]> {
+  // ---- the scripts of a token: kinds (r, w, p) have their own, the mutex family (m, e) the fair mutex's
+
+  private run(call: ScriptCall): Promise<unknown> {
+    return runScript(this.connection, call.name, call.keys, call.args);
+  }
+
+  private queue(pipeline: Parameters<typeof queueScript>[0], call: ScriptCall): void {
+    queueScript(pipeline, call.name, call.keys, call.args);
+  }
+
+  private acquireCall(request: AcquireRequest, token: string, join: '0' | '1', downgrade = true): ScriptCall {
+    const channel = [this.channelPrefix(request.key), this.publish] as const;
+    if (!isKindToken(token)) {
+      return {
+        name: 'fair-acquire',
+        keys: fairKeys(request.key),
+        args: [token, request.ttlMs, this.settings.waiterLeaseMs, join, ...channel],
+      };
+    }
     const kind = kindOf(request);
-    const reply = pair(
-      await runScript(this.connection, 'kind-acquire', keysOf(request.key, token), [
+    return {
+      name: 'kind-acquire',
+      keys: keysOf(request.key, token),
+      args: [
         token,
         request.ttlMs,
         this.settings.waiterLeaseMs,
         join,
-        this.channelPrefix(request.key),
-        this.publish,
+        ...channel,
         kind.type === 'permit' ? kind.permits : '',
-        kind.type === 'read' && kind.downgradeOf !== undefined ? kind.downgradeOf.token : '',
-      ]),
-    );
-    if (reply[0] === -1 && kind.type === 'permit') {
+        downgrade && kind.type === 'read' && kind.downgradeOf !== undefined ? kind.downgradeOf.token : '',
+      ],
+    };
+  }
+
+  private leaveCall(key: string, token: string): ScriptCall {
+    const args = [token, this.channelPrefix(key), this.publish];
+    return isKindToken(token) ? { name: 'kind-leave', keys: keysOf(key, token), args } : { name: 'fair-leave', keys: fairKeys(key), args };
+  }
+
+  private releaseCall(key: string, token: string): ScriptCall {
+    const args = [token, this.channelPrefix(key), this.publish];
+    return isKindToken(token)
+      ? { name: 'kind-release', keys: keysOf(key, token), args }
+      : { name: 'fair-release', keys: fairKeys(key), args };
+  }
+
+  private renewCall(key: string, token: string, ttlMs: number): ScriptCall {
+    return isKindToken(token)
+      ? { name: 'kind-renew', keys: keysOf(key, token), args: [token, ttlMs] }
+      : { name: 'compare-pexpire', keys: [key], args: [token, ttlMs] };
+  }
+
+  private async attempt(request: AcquireRequest, token: string, join: '0' | '1'): Promise<[number, number]> {
+    const reply = pair(await this.run(this.acquireCall(request, token, join)));
+    const kind = request.kind;
+    if (reply[0] === -1 && kind?.type === 'permit') {
       throw new InvalidArgumentError(
         'permits',
         `the semaphore is in use with ${reply[1]} permits, not ${kind.permits}; every client of one key must pass the same permits`,
@@ -342,7 +530,7 @@ export class FairKinds implements LockMode {
     // Too little left for a tick: extend now, before the holder starts.
     waiter.done = true;
     const sentAt = Date.now();
-    runScript(this.connection, 'kind-renew', keysOf(request.key, token), [token, request.ttlMs]).then(
+    this.run(this.renewCall(request.key, token, request.ttlMs)).then(
       (reply) => {
         waiter.done = false;
         if (Number(reply) === 1) {
@@ -383,31 +571,15 @@ export class FairKinds implements LockMode {
     }
     this.ticking = true;
     const sentAt = Date.now();
-    const calls: { name: ScriptName; keys: readonly string[]; args: (string | number)[] }[] = [
-      ...waiters.map((waiter) => {
-        const kind = kindOf(waiter.request);
-        return {
-          name: 'kind-acquire' as const,
-          keys: keysOf(waiter.request.key, waiter.token),
-          args: [
-            waiter.token,
-            waiter.request.ttlMs,
-            this.settings.waiterLeaseMs,
-            '1',
-            this.channelPrefix(waiter.request.key),
-            this.publish,
-            kind.type === 'permit' ? kind.permits : '',
-            '',
-          ],
-        };
-      }),
-      ...grants.map((grant) => ({ name: 'kind-renew' as const, keys: keysOf(grant.key, grant.token), args: [grant.token, grant.ttlMs] })),
+    const calls: ScriptCall[] = [
+      ...waiters.map((waiter) => this.acquireCall(waiter.request, waiter.token, '1', false)),
+      ...grants.map((grant) => this.renewCall(grant.key, grant.token, grant.ttlMs)),
     ];
     try {
       const replies = await pipelined(
         this.connection,
         calls.map((call) => call.keys[0]!),
-        (pipeline, index) => queueScript(pipeline, calls[index]!.name, calls[index]!.keys, calls[index]!.args),
+        (pipeline, index) => this.queue(pipeline, calls[index]!),
       );
       for (const [index, waiter] of waiters.entries()) {
         const [held, value] = pair(replies[index]);
@@ -426,6 +598,19 @@ export class FairKinds implements LockMode {
       this.ticking = false;
     }
   }
+}
+
+/** Requests in the global (slot, key) order, cut into runs of one hash slot (one script each). */
+function slotGroups(requests: readonly AcquireRequest[]): AcquireRequest[][] {
+  const groups: AcquireRequest[][] = [];
+  let slot = -1;
+  for (const request of requests) {
+    const next = slotOf(request.key);
+    if (next !== slot || groups.length === 0) groups.push([]);
+    groups.at(-1)!.push(request);
+    slot = next;
+  }
+  return groups;
 }
 
 function kindOf(request: AcquireRequest): LockKind {

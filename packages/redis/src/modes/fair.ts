@@ -14,9 +14,12 @@ export const fairCapabilities: Capabilities = Object.freeze({
   notifications: true,
   clock: 'server',
   fair: true,
-  // Read-write locks and semaphores on the same queue machinery (modes/fair-kinds.ts, issue 16).
+  // Read-write locks and semaphores on the same queue machinery (modes/fair-kinds.ts, issue 16);
+  // multi-locks queued on every key in one script per slot, elections with queued followers (issue 17).
   readWrite: true,
   semaphore: true,
+  multi: 'atomic',
+  election: true,
 });
 
 /** What the fair mode needs besides the command connection. */
