@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { dockerEndpoint } from './docker-api.js';
+import { descendantPids } from './process-tree.js';
 
 /**
  * A last line of defence: whatever a test forgot to stop (or could not, because the test process
@@ -80,11 +81,15 @@ function install(): void {
 
 function cleanupSync(): void {
   for (const pgid of processGroups) {
-    for (const signal of ['SIGKILL', 'SIGCONT'] as const) {
-      try {
-        process.kill(-pgid, signal);
-      } catch {
-        /* already gone */
+    // Descendants in sessions of their own (PostgreSQL backends) first, while they are still ours:
+    // a paused one would otherwise stay stopped for good once its postmaster is gone.
+    for (const pid of [...descendantPids(pgid), -pgid]) {
+      for (const signal of ['SIGKILL', 'SIGCONT'] as const) {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          /* already gone */
+        }
       }
     }
   }
