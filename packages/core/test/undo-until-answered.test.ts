@@ -29,8 +29,10 @@ describe('guardCall: the undo of an attempt given up on is retried until the ser
     expect(tries).toHaveLength(4);
     const pauses = tries.slice(1).map((at, i) => at - tries[i]!);
     // No hot loop: every retry waits (50 ms first, then doubling, jittered by at most 20%).
-    expect(Math.min(...pauses)).toBeGreaterThanOrEqual(35);
-    expect(pauses[2]!).toBeGreaterThan(pauses[0]!);
+    // Lower bounds only (a loaded machine makes pauses longer, never shorter; 1 ms of timer slack).
+    expect(pauses[0]!).toBeGreaterThanOrEqual(39);
+    expect(pauses[1]!).toBeGreaterThanOrEqual(79);
+    expect(pauses[2]!).toBeGreaterThanOrEqual(159);
   });
 
   it('"nothing found" after an unknown outcome is confirmed once more; a known late value is final at the first answer', async () => {
