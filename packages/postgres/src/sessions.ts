@@ -61,17 +61,21 @@ export class Session {
     ms = this.deadlineMs,
   ): Promise<pg.QueryResult<R>> {
     if (this.dead) throw new Error('the session ended');
-    this.inflight += 1;
     // One statement at a time, in order, queued here rather than inside pg (whose queue is deprecated).
+    // An idle session (the uncontended case) sends at once, without waiting a turn.
+    const idle = this.inflight === 0;
+    this.inflight += 1;
     const turn = this.tail;
     let done!: () => void;
     this.tail = new Promise<void>((resolve) => (done = resolve));
     try {
       return await withDeadline(
-        turn.then(() => {
-          if (this.dead) throw new Error('the session ended');
-          return this.client.query<R>(config as pg.QueryConfig, values);
-        }),
+        idle
+          ? this.client.query<R>(config as pg.QueryConfig, values)
+          : turn.then(() => {
+              if (this.dead) throw new Error('the session ended');
+              return this.client.query<R>(config as pg.QueryConfig, values);
+            }),
         ms,
       );
     } catch (error) {

@@ -4,7 +4,7 @@ import { clientConfig, endClient } from '../connect.js';
 import { fenceOf, type FenceNames } from '../fence.js';
 import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
-import { randomToken } from '../token.js';
+import { localTokens } from '../token.js';
 
 /**
  * Read-write locks in advisory mode: `pg_advisory_lock_shared` (read) and `pg_advisory_lock` (write)
@@ -53,6 +53,7 @@ const maxIdleSessions = 8;
 
 export class AdvisoryReadWrite {
   private readonly holds = new Map<string, Hold>();
+  private readonly nextToken = localTokens();
   /** Sessions that hold nothing (every lock they took was unlocked and confirmed): reused first. */
   private readonly idle: Connection[] = [];
   protected closed = false;
@@ -137,7 +138,7 @@ export class AdvisoryReadWrite {
     const grant: ReadWriteGrant = {
       key: request.key,
       owner: request.owner,
-      token: randomToken(),
+      token: this.nextToken(),
       ...(fence === undefined ? {} : { fence }),
       rw: mode,
     };

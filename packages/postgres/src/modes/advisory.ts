@@ -16,7 +16,7 @@ import { fenceNames, fenceOf, fenceSchema, readEpoch, type FenceNames } from '..
 import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
-import { randomToken } from '../token.js';
+import { localTokens } from '../token.js';
 import { AdvisoryElection } from './advisory-election.js';
 import { AdvisoryMulti } from './advisory-multi.js';
 import { isReadWriteGrant } from './advisory-rw.js';
@@ -46,6 +46,8 @@ interface Claim {
   grant: Grant | undefined;
 }
 
+/** Advisory ids remembered per backend (a few hundred KB at most). */
+const maxCachedIds = 10_000;
 /** lock_timeout and statement_timeout are int milliseconds. */
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
@@ -69,6 +71,9 @@ export class AdvisoryMode implements PostgresLockMode {
   private readonly claims = new Map<string, Claim>();
   private readonly grants = new Map<string, Claim>();
   private readonly multi: AdvisoryMulti;
+  private readonly nextToken = localTokens();
+  /** Key -> advisory id (SHA-256 per acquire showed in the profile); bounded, cleared when full. */
+  private readonly ids = new Map<string, string>();
   private readonly election: AdvisoryElection;
   private readonly deadlineMs: number;
   private schema: Promise<void> | undefined;
@@ -171,7 +176,7 @@ export class AdvisoryMode implements PostgresLockMode {
       );
       return grant ? { acquired: true, grant } : { acquired: false };
     }
-    const id = advisoryLockId(request.key, this.options.namespace).toString();
+    const id = this.idOf(request.key);
     if (this.claims.has(id)) return { acquired: false };
     const claim: Claim = { id, request, session: undefined, grant: undefined };
     this.claims.set(id, claim);
@@ -214,7 +219,7 @@ export class AdvisoryMode implements PostgresLockMode {
     const session = await this.session('acquire', request.key, () => this.pool.forWait());
     if (session === undefined) return this.poll(request, deadline, signal);
     if (signal.aborted) return undefined;
-    const id = advisoryLockId(request.key, this.options.namespace).toString();
+    const id = this.idOf(request.key);
     const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
     const claim: Claim = { id, request, session, grant: undefined };
     let cancelled = false;
@@ -322,6 +327,16 @@ export class AdvisoryMode implements PostgresLockMode {
     return this.closing;
   }
 
+  private idOf(key: string): string {
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      if (this.ids.size >= maxCachedIds) this.ids.clear();
+      id = advisoryLockId(key, this.options.namespace).toString();
+      this.ids.set(key, id);
+    }
+    return id;
+  }
+
   private hold(claim: Claim, session: Session, counter: string): Grant {
     const fence = fenceOf(session.epoch, counter);
     if (fence === undefined) {
@@ -333,7 +348,7 @@ export class AdvisoryMode implements PostgresLockMode {
         cause: new Error('the fence counter of this server incarnation is used up (2^36 grants); a server restart starts a new epoch'),
       });
     }
-    const grant: Grant = { key: claim.request.key, owner: claim.request.owner, token: randomToken(), fence };
+    const grant: Grant = { key: claim.request.key, owner: claim.request.owner, token: this.nextToken(), fence };
     claim.grant = grant;
     claim.session = session;
     this.claims.set(claim.id, claim);
