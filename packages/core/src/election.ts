@@ -146,7 +146,7 @@ export class DeadboltElection implements Election {
     if (backend.capabilities.election === true && isElectionBackend(backend)) return backend;
     throw new UnsupportedOperationError(
       'leader election',
-      `backend ${backend.name} cannot give a leader a strictly increasing term that the server enforces (capabilities.election is false); elections run on memory, zookeeper, redis (mode=setnx) and postgres (mode=lease or advisory)`,
+      `backend ${backend.name} cannot give a leader a strictly increasing term that the server enforces (capabilities.election is false); elections run on memory, zookeeper, redis (mode=setnx or fair) and postgres (mode=lease or advisory)`,
       { key: this.name, backend: backend.name },
     );
   }
