@@ -22,6 +22,7 @@ import {
   neverMoreThanPermits,
   noWriterStarvation,
   oneReleaseOneWaiter,
+  permitsMismatchRefused,
   queuedReadersTogether,
   readersShare,
   readWriteChaos,
@@ -113,6 +114,15 @@ class AbortedWaiterStays extends QueuedLocks {
   protected override leave(): void {}
 }
 
+/** A semaphore that does not record its permits: each client runs with its own number (Curator, redis-semaphore). */
+class PermitsNotRecorded extends QueuedLocks {
+  protected override entryFor(request: Request): Entry {
+    const existing = (this as unknown as { entries: Map<string, Entry> }).entries.get(`semaphore\u0000${request.key}`);
+    if (request.kind.type === 'permit' && existing !== undefined) return existing;
+    return super.entryFor(request);
+  }
+}
+
 type Mutant = new (nextFence: (id: string) => number) => QueuedLocks;
 
 const mutants: [string, Mutant, ConformanceCase[]][] = [
@@ -125,6 +135,7 @@ const mutants: [string, Mutant, ConformanceCase[]][] = [
   ['a release that wakes nobody', ReleaseWakesNobody, [oneReleaseOneWaiter]],
   ['a release that admits two waiters', ReleaseAdmitsTwo, [oneReleaseOneWaiter]],
   ['an aborted waiter left in the queue', AbortedWaiterStays, [readWriteChaos, semaphoreChaos]],
+  ['permits not recorded', PermitsNotRecorded, [permitsMismatchRefused]],
 ];
 
 async function expectCaught(
@@ -140,6 +151,7 @@ async function expectCaught(
     create: (_: unknown, { prefix }: { prefix: string }) => create(prefix),
     // Enough aborts and timeouts to strand a queue entry every run; few, because a stuck queue makes each wait run out.
     chaosOperations: 40,
+    permitsRecorded: true,
     ...(residue ? { residue: (_: unknown, prefix: string) => residue(prefix) } : {}),
   };
   const error = await runCase(testCase, options).then(

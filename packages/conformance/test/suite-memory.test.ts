@@ -10,6 +10,7 @@ const store = memoryStore('conformance');
 describeLockConformance({
   name: 'memory',
   capabilities: memoryCapabilities,
+  permitsRecorded: true,
   create: (_, { prefix }) => {
     const backend = new MemoryBackend(store);
     const client = createLockClient({ backend, prefix });

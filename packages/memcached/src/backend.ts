@@ -14,6 +14,7 @@ import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
 import { pollSlots, storedKeyOf, takeSlot, type SlotGrant } from './semaphore-slots.js';
 import type { ResolvedMemcachedOptions } from './options.js';
+import { checkPermits } from './permits-record.js';
 import { KeyPoller } from './poller.js';
 import { addReturningCas, deleteIfCas, getWithCas, getWithFlags, setIfCasReturning, type Cas } from './protocol.js';
 
@@ -120,7 +121,20 @@ export class MemcachedBackend implements LockBackend {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    if (request.kind?.type === 'permit') return takeSlot(request, request.kind.permits, (slot) => this.#attempt(request, slot));
+    if (request.kind?.type === 'permit') {
+      const permits = request.kind.permits;
+      // The permits check and the slot ADD go out together (one round trip); a refused check gives the slot back.
+      const [checked, taken] = await Promise.allSettled([
+        this.#checkPermits(request, permits),
+        takeSlot(request, permits, (slot) => this.#attempt(request, slot)),
+      ]);
+      if (checked.status === 'rejected') {
+        if (taken.status === 'fulfilled' && taken.value.acquired) await this.release(taken.value.grant).catch(() => false);
+        throw checked.reason;
+      }
+      if (taken.status === 'rejected') throw taken.reason;
+      return taken.value;
+    }
     // Local waiters queue for this key: a new attempt goes behind them (FIFO), not around them.
     if (this.#poller.busy(request.key)) return { acquired: false };
     return this.#attempt(request);
@@ -128,9 +142,17 @@ export class MemcachedBackend implements LockBackend {
 
   /** Native waiting: the key's one poller (poller.ts). */
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    if (request.kind?.type === 'permit')
-      return pollSlots(request, request.kind.permits, (slot) => this.#attempt(request, slot), deadline, signal);
+    const kind = request.kind;
+    if (kind?.type === 'permit')
+      return this.#checkPermits(request, kind.permits).then(() =>
+        pollSlots(request, kind.permits, (slot) => this.#attempt(request, slot), deadline, signal),
+      );
     return this.#poller.wait(request, deadline, signal);
+  }
+
+  /** A semaphore's permits against its record (permits-record.ts): InvalidArgumentError on a mismatch. */
+  #checkPermits(request: AcquireRequest, permits: number): Promise<void> {
+    return this.#run('acquire', request.key, () => checkPermits(this.#connection(), request.key, permits, request.ttlMs, this.name));
   }
 
   /** One ADD of `storedKey`: the lock's own key, or one of a semaphore's slot keys. */

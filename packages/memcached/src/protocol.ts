@@ -85,8 +85,8 @@ export async function getWithCas(client: unknown, key: string): Promise<{ value:
 }
 
 /** ADD: stores only if absent. True when stored. */
-export async function add(client: unknown, key: string, value: string, expirySeconds: number): Promise<boolean> {
-  const response = await request(client, Opcode.add, key, storeExtras(expirySeconds), value);
+export async function add(client: unknown, key: string, value: string, expirySeconds: number, flags = 0): Promise<boolean> {
+  const response = await request(client, Opcode.add, key, storeExtras(expirySeconds, flags), value);
   if (response.status === Status.exists) return false;
   expectOk('ADD', response.status);
   return true;
@@ -138,8 +138,15 @@ export async function deleteIfCas(client: unknown, key: string, cas: Cas): Promi
 }
 
 /** SET only if the item's CAS is still `cas` (a CAS-guarded store never creates a missing key). */
-export async function setIfCas(client: unknown, key: string, value: Buffer | string, expirySeconds: number, cas: Cas): Promise<boolean> {
-  const response = await request(client, Opcode.set, key, storeExtras(expirySeconds), value, cas);
+export async function setIfCas(
+  client: unknown,
+  key: string,
+  value: Buffer | string,
+  expirySeconds: number,
+  cas: Cas,
+  flags = 0,
+): Promise<boolean> {
+  const response = await request(client, Opcode.set, key, storeExtras(expirySeconds, flags), value, cas);
   if (response.status === Status.exists || response.status === Status.notFound) return false;
   expectOk('SET', response.status);
   return true;

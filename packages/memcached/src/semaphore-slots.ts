@@ -9,7 +9,7 @@ import { backoffDelayMs, type AcquireRequest, type AttemptResult, type Grant } f
  * fixed start would pile every acquirer onto slot 0) and stops at the first it gets: at most
  * `permits` round trips, one when permits are free. Waiters poll (memcached has no notifications),
  * so the semaphore is unfair: a permit goes to whoever polls first after a release. `permits` is
- * not stored: every client of a key must pass the same number.
+ * recorded beside the slots (permits-record.ts): a client passing another number is refused.
  */
 
 /** A permit's grant: `slotKey` is the memcached lock it holds. */

@@ -12,6 +12,8 @@ describeLockConformance<ServerHandle>({
   // Each chaos operation is a few round trips; crashes expire in whole seconds.
   chaosOperations: 100,
   commandCount: (server) => memcachedCommandCount(server!.host, server!.port),
+  // `<key>\0permits` records a semaphore's permits (permits-record.ts).
+  permitsRecorded: true,
   faults: {
     restart: (server) => server.restart(),
     pause: (server) => server.pause(),

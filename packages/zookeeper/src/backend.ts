@@ -19,6 +19,7 @@ import { GuaranteedDeletes } from './guaranteed-deletes.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
 import { ParentSweeper } from './parent-sweeper.js';
+import { checkPermits } from './permits-node.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 import { runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
 import { runReadWriteRecipe } from './rw-recipe.js';
@@ -228,7 +229,9 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         kind === undefined
           ? await runLockRecipe(run, wait, deadline, signal)
           : kind.type === 'permit'
-            ? await runSemaphoreRecipe(run, kind.permits, wait, deadline, signal)
+            ? await runSemaphoreRecipe(run, kind.permits, wait, deadline, signal, () =>
+                checkPermits(run, request.key, kind.permits, this.name),
+              )
             : await runReadWriteRecipe(run, kind.type, kind.type === 'read' ? kind.downgradeOf?.token : undefined, wait, deadline, signal);
       const semaphorePath = kind?.type === 'permit' ? run.lockPath : undefined;
       if (ours === undefined) {

@@ -126,6 +126,27 @@ export function watchData(client: Client, path: string, watcher: (event: Event) 
   return request<void>('getData', deadline, (done) => client.getData(path, watcher, (error) => done(error)));
 }
 
+/** getData without a watch: the data and Stat, or undefined when there is no node. */
+export function getDataAndStat(
+  client: Client,
+  path: string,
+  deadline: number,
+): Promise<{ readonly data: Buffer; readonly stat: Stat } | undefined> {
+  return request<{ readonly data: Buffer; readonly stat: Stat } | undefined>('getData', deadline, (done) =>
+    client.getData(path, (error, data, found) => {
+      if (isNoNode(error)) done(null, undefined);
+      else done(error, { data: data ?? Buffer.alloc(0), stat: found });
+    }),
+  );
+}
+
+/** setData guarded by `version` (BAD_VERSION when the node changed since it was read). */
+export function setDataAt(client: Client, path: string, data: Buffer, version: number, deadline: number): Promise<void> {
+  return request<void>('setData', deadline, (done) => client.setData(path, data, version, (error) => done(error)));
+}
+
+export const isBadVersion = (error: unknown): boolean => errorCode(error) === Exception.BAD_VERSION;
+
 /** A zxid (8-byte big-endian long) as a number: epoch << 32 | counter stays below 2^53 for any real epoch. */
 export function zxid(buffer: Buffer): number {
   return Number(buffer.readBigInt64BE(0));

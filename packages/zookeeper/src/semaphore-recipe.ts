@@ -21,8 +21,8 @@ import {
  *   child counts, as in Curator), else it waits for the listing to change, still holding the mutex;
  * - then it releases the mutex. A release deletes the lease node, which fires the watch of the one
  *   waiter inside the mutex: one release admits exactly one waiter, with no herd.
- * `permits` is not stored in ZooKeeper (Curator's maxLeases neither): every client of a path must
- * pass the same number. Orphans: the lease create is protected, so a create applied but not
+ * `permits` is recorded in the path node's data (permits-node.ts; Curator keeps nothing there): a
+ * client passing another number is refused. Orphans: the lease create is protected, so a create applied but not
  * answered is found by its guid (createContender), and a give-up deletes the node (CURATOR-315/462).
  */
 export const locksChild = 'locks';
@@ -54,13 +54,28 @@ export async function runSemaphoreRecipe(
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
+  check: () => Promise<void> = async () => undefined,
 ): Promise<HeldNode | undefined> {
   const gateRun: RecipeRun = { ...run, lockPath: `${run.lockPath}/${locksChild}` };
   const gate = await runLockRecipe(gateRun, wait, deadline, signal);
   if (!gate) return undefined;
   try {
     const leasesRun: RecipeRun = { ...run, lockPath: `${run.lockPath}/${leasesChild}`, nodeName: leaseName };
-    return await runContenderLoop(leasesRun, wait, deadline, signal, (ours) => leaseStanding(leasesRun, ours, permits));
+    // The permits check (inside the gate) runs beside the lease's create; a refusal ends the wait.
+    const refusal = new AbortController();
+    let refused: { readonly error: unknown } | undefined;
+    const checked = check().catch((error: unknown) => {
+      refused = { error };
+      refusal.abort();
+    });
+    const waitSignal = signal === undefined ? refusal.signal : AbortSignal.any([signal, refusal.signal]);
+    const held = await runContenderLoop(leasesRun, wait, deadline, waitSignal, (ours) => leaseStanding(leasesRun, ours, permits));
+    await checked;
+    if (refused !== undefined) {
+      if (held !== undefined) await deleteNode(leasesRun, held.path);
+      throw refused.error;
+    }
+    return held;
   } finally {
     await deleteNode(gateRun, gate.path);
   }

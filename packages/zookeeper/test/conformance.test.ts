@@ -60,6 +60,8 @@ const common = {
   residue,
   chaosOperations: 100,
   manyWaiters: 300,
+  // The path node's data records a semaphore's permits (permits-node.ts).
+  permitsRecorded: true,
 };
 describeLockConformance({
   name: 'zookeeper (standalone)',

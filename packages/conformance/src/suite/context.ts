@@ -59,6 +59,12 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
   chaosOperations?: number;
   /** What the fair group needs besides `capabilities.fair` and `kill` (skipped without). */
   fair?: FairHooks;
+  /**
+   * The backend records a semaphore's `permits`, so a client passing another number for a semaphore
+   * in use gets InvalidArgumentError (memory, ZooKeeper, memcached, redis fair). Absent: that case is
+   * skipped, naming this option.
+   */
+  permitsRecorded?: boolean;
   /** How many waiters the many-waiters case queues on one key. Default 1 000 with notifications, else 20. */
   manyWaiters?: number;
   /** Their wait. Default max(60 s, 50 ms per waiter): generous (a loaded CI machine), the case proves service, not speed. */

@@ -1,4 +1,4 @@
-import type { Lock, LockClient } from '@deadbolt/core';
+import { InvalidArgumentError, type Lock, type LockClient } from '@deadbolt/core';
 import type { ConformanceCase, ResolvedOptions } from './context.js';
 import { crashedHold, delay, needsCrash, Occupancy, queued } from './primitives-util.js';
 import { chaos } from './read-write.js';
@@ -128,10 +128,48 @@ export const semaphoreChaos: ConformanceCase = {
   },
 };
 
+const needsPermitsRecorded = (o: ResolvedOptions): string | undefined =>
+  o.permitsRecorded === true ? undefined : 'the adapter does not record permits (options.permitsRecorded)';
+
+/** What an acquire settled with: its lock (released at once) or its error. */
+async function outcomeOf(acquiring: Promise<Lock | null>): Promise<unknown> {
+  try {
+    const lock = await acquiring;
+    await lock?.release();
+    return lock === null ? 'refused as busy (null)' : 'granted';
+  } catch (error) {
+    return error;
+  }
+}
+
+export const permitsMismatchRefused: ConformanceCase = {
+  title:
+    'semaphore: another client passing other permits for a semaphore in use gets InvalidArgumentError (tryAcquire and acquire); the same permits still work',
+  requires: both(needsSemaphore, needsPermitsRecorded),
+  async run(ctx) {
+    const [holder, other] = [ctx.client(), ctx.client()];
+    const held = await sem(holder).acquire({ waitMs: WAIT_MS });
+    try {
+      for (const [how, outcome] of [
+        ['tryAcquire with more permits', await outcomeOf(other.semaphore(KEY, { permits: PERMITS + 2 }).tryAcquire())],
+        ['acquire with fewer permits', await outcomeOf(other.semaphore(KEY, { permits: PERMITS - 1 }).acquire({ waitMs: 2_000 }))],
+      ] as const) {
+        assert(outcome instanceof InvalidArgumentError, `${how}: expected InvalidArgumentError, got ${String(outcome)}`);
+      }
+      const same = await sem(other).tryAcquire();
+      assert(same !== null, 'the same permits were refused after the mismatches');
+      await same.release();
+    } finally {
+      await held.release();
+    }
+  },
+};
+
 export const semaphoreCases: readonly ConformanceCase[] = [
   allPermitsAtOnce,
   neverMoreThanPermits,
   oneReleaseOneWaiter,
   crashedPermitReturns,
   semaphoreChaos,
+  permitsMismatchRefused,
 ];
