@@ -124,6 +124,13 @@ export interface LockBackend {
    * Absent: 10 000.
    */
   readonly callTimeoutMs?: number;
+  /**
+   * True when the adapter bounds every call it is given by `callTimeoutMs` itself (the adapter kit's
+   * guardCall with a deadline, settling with a typed error): core then adds no safety-net timer to
+   * tryAcquire, release and renew (a timer per call showed in the uncontended profile). A native
+   * `acquire` wait keeps core's bound either way.
+   */
+  readonly boundsCalls?: boolean;
 
   /** One atomic attempt. Never waits for the lock to become free. */
   tryAcquire(request: AcquireRequest): Promise<AttemptResult>;

@@ -26,7 +26,7 @@ import { createReadWriteLock } from './read-write.js';
 import { createSemaphore } from './semaphore.js';
 import { Renewer } from './renewer.js';
 import { sleep } from './sleep.js';
-import { instruments, traced } from './telemetry.js';
+import { instruments, metricsOn, traced } from './telemetry.js';
 import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import { validateAcquireOptions, validateAgainstCapabilities } from './validation.js';
@@ -75,6 +75,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private readonly configuredPrefix: string | undefined;
   private readonly backendLoading: Promise<LockBackend>;
   private renewer: Renewer | undefined;
+  /** The backend once loaded: the hot path reads it without awaiting backendLoading again. */
+  private loaded: LockBackend | undefined;
   private readonly leases = new Map<string, Lease>();
   private readonly closing = new AbortController();
   private closed: Promise<void> | undefined;
@@ -198,13 +200,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private async acquireOrNull(key: string, options: AcquireOptions | undefined, mayWait: boolean, kind?: LockKind): Promise<Lock | null> {
     validateAcquireOptions(key, options, this.backendLabel, mayWait);
     this.assertOpen(key);
-    const backend = await this.backendLoading;
+    const backend = this.loaded ?? (await this.backendLoading);
     this.assertOpen(key);
     const plan = this.plan(backend, key, options, mayWait, kind);
     plan.signal?.throwIfAborted();
     return traced(
       'acquire',
-      { 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs, 'deadbolt.kind': kindName(kind) },
+      () => ({ 'deadbolt.key': key, 'deadbolt.backend': backend.name, 'deadbolt.wait_ms': plan.waitMs, 'deadbolt.kind': kindName(kind) }),
       () => this.acquireWithPlan(backend, plan, mayWait),
     );
   }
@@ -370,9 +372,12 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     this.leases.set(id, lease);
     this.renewer?.add(lease);
     const waitedMs = Date.now() - startedAt;
-    this.emit('acquired', { key: plan.userKey, owner: plan.owner, fence: grant.fence, waitedMs, reentered: false });
-    instruments.acquisitions.add(1, { backend: backend.name, reentered: false });
-    instruments.waitTime.record(waitedMs, { backend: backend.name });
+    if (this.listens('acquired'))
+      this.emit('acquired', { key: plan.userKey, owner: plan.owner, fence: grant.fence, waitedMs, reentered: false });
+    if (metricsOn()) {
+      instruments.acquisitions.add(1, { backend: backend.name, reentered: false });
+      instruments.waitTime.record(waitedMs, { backend: backend.name });
+    }
     return new LockHandle(lease, this);
   }
 
@@ -430,7 +435,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   async releaseHandle(handle: LockHandle): Promise<void> {
     const { lease } = handle;
-    const backend = await this.backendLoading;
+    const backend = this.loaded ?? (await this.backendLoading);
     handle.released = true;
     lease.holds -= 1;
     const serverCounts = backend.capabilities.reentrant === 'server';
@@ -447,14 +452,18 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       this.emit('released', { key: lease.userKey, owner: lease.owner });
       return;
     }
-    await traced('release', { 'deadbolt.key': lease.userKey, 'deadbolt.backend': backend.name }, async () => {
-      // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
-      // After a loss that release is only tidying up, so its failure is not the caller's problem.
-      const release = this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), { closable: false });
-      const deleted = lease.lost ? await release.catch(() => false) : await release;
-      if (!deleted && !lease.lost) this.markLost(lease, 'at release the lock was no longer ours (expired or taken over)');
-    });
-    this.emit('released', { key: lease.userKey, owner: lease.owner });
+    await traced(
+      'release',
+      () => ({ 'deadbolt.key': lease.userKey, 'deadbolt.backend': backend.name }),
+      async () => {
+        // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
+        // After a loss that release is only tidying up, so its failure is not the caller's problem.
+        const release = this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), { closable: false });
+        const deleted = lease.lost ? await release.catch(() => false) : await release;
+        if (!deleted && !lease.lost) this.markLost(lease, 'at release the lock was no longer ours (expired or taken over)');
+      },
+    );
+    if (this.listens('released')) this.emit('released', { key: lease.userKey, owner: lease.owner });
   }
 
   private onBackendLost(id: string, grant: Grant, cause: Error): void {
@@ -527,6 +536,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   private adopt(backend: LockBackend): LockBackend {
     this.backendLabel = backend.name;
+    this.loaded = backend;
     this.renewer = new Renewer(backend, {
       renewed: (lease) => {
         this.emit('renewed', { key: lease.userKey, owner: lease.owner });
@@ -553,7 +563,12 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       endpoint: backend.endpoint,
       // A backstop only: the adapter's own deadline fires first, and a call may queue in the adapter
       // (a pool) before that deadline starts, so never tighter than the default.
-      timeoutMs: policy.timeoutMs ?? Math.max(defaultCallTimeoutMs, this.callTimeoutMs(backend) + safetyNetSlackMs),
+      // An adapter that bounds its own calls (boundsCalls) needs no second timer per call.
+      timeoutMs:
+        policy.timeoutMs ??
+        (backend.boundsCalls === true
+          ? Number.POSITIVE_INFINITY
+          : Math.max(defaultCallTimeoutMs, this.callTimeoutMs(backend) + safetyNetSlackMs)),
       signal: policy.closable === false ? undefined : this.closing.signal,
       undo: policy.undoLateGrant
         ? (late) => {
@@ -571,6 +586,11 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   private assertOpen(key: string): void {
     if (this.closed) throw new ClientClosedError({ key, backend: this.backendLabel });
+  }
+
+  /** Whether anyone listens: the hot path skips building an event nobody receives. */
+  private listens(event: keyof LockEvents): boolean {
+    return this.emitter.listenerCount(event) > 0;
   }
 
   private emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void {

@@ -34,14 +34,18 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
       'deadbolt.wait_ms': ordered[0]!.waitMs,
       'deadbolt.keys': ordered.length,
     };
-    return traced('acquireAll', attributes, () => {
-      const multi = backend as MultiLockBackend;
-      // A key this owner already holds is a re-entry, which only the per-key path counts.
-      const reenters = ordered.some((plan) => host.holds(plan.fullKey, plan.owner));
-      if (!reenters && multi.acquireMany) return queued(host, multi, multi.acquireMany.bind(multi), ordered);
-      if (!reenters && multi.tryAcquireMany) return atomic(host, multi, multi.tryAcquireMany.bind(multi), ordered);
-      return oneByOne(host, ordered, options);
-    });
+    return traced(
+      'acquireAll',
+      () => attributes,
+      () => {
+        const multi = backend as MultiLockBackend;
+        // A key this owner already holds is a re-entry, which only the per-key path counts.
+        const reenters = ordered.some((plan) => host.holds(plan.fullKey, plan.owner));
+        if (!reenters && multi.acquireMany) return queued(host, multi, multi.acquireMany.bind(multi), ordered);
+        if (!reenters && multi.tryAcquireMany) return atomic(host, multi, multi.tryAcquireMany.bind(multi), ordered);
+        return oneByOne(host, ordered, options);
+      },
+    );
   });
 }
 

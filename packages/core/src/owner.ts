@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
 
 /**
  * The default owner of a lock is the current async flow: Node's stand-in for Java's thread, which is
@@ -14,9 +13,16 @@ export function currentFlow(): string | undefined {
   return flowStorage.getStore();
 }
 
-/** A fresh flow id: one per top-level acquire outside any flow. */
+let flows = 0;
+
+/**
+ * A fresh flow id: one per top-level acquire outside any flow. Unique within the process, which is
+ * all it needs: an owner is `<client id>:<flow>` and the client id is a random UUID. A counter keeps
+ * every held lock's owner string (and the lease id built from it) short: heap per held lock.
+ */
 export function newFlow(): string {
-  return randomUUID();
+  flows += 1;
+  return flows.toString(36);
 }
 
 /** Runs `fn` as the given flow; nested acquires inside it re-enter locks that flow holds. */

@@ -1,4 +1,13 @@
-import { metrics, trace, SpanStatusCode, type Meter, type MeterProvider, type Span } from '@opentelemetry/api';
+import {
+  createNoopMeter,
+  metrics,
+  ProxyTracerProvider,
+  trace,
+  SpanStatusCode,
+  type Meter,
+  type MeterProvider,
+  type Span,
+} from '@opentelemetry/api';
 import { coreVersion } from './version.js';
 
 /**
@@ -18,35 +27,49 @@ function createInstruments(meter: Meter) {
 }
 
 type Instruments = ReturnType<typeof createInstruments>;
-let current: { provider: MeterProvider; instruments: Instruments } | undefined;
+let current: { provider: MeterProvider; instruments: Instruments; on: boolean } | undefined;
+
+/** The API's no-op meter: what every provider hands out until an SDK is installed. */
+const NoopMeter = createNoopMeter().constructor;
 
 /**
  * Unlike the tracer API, the metrics API has no proxy: a meter taken before the application installs
  * its SDK stays a no-op forever, and ESM evaluates `import '@deadbolt/core'` before the app's own
  * `sdk.start()`. So the instruments follow whichever MeterProvider is global at the time of use.
  */
-function instrumentsNow(): Instruments {
+function instrumentsNow(): { instruments: Instruments; on: boolean } {
   const provider = metrics.getMeterProvider();
-  if (current?.provider !== provider)
-    current = { provider, instruments: createInstruments(provider.getMeter('@deadbolt/core', coreVersion)) };
-  return current.instruments;
+  if (current?.provider !== provider) {
+    const meter = provider.getMeter('@deadbolt/core', coreVersion);
+    // The API's own no-op meter (no SDK installed) has no methods of its own; anything else records.
+    current = { provider, instruments: createInstruments(meter), on: !(meter instanceof NoopMeter) || Object.keys(meter).length > 0 };
+  }
+  return current;
+}
+
+/**
+ * Whether recording a metric does anything (an SDK's meter provider is installed): the hot path
+ * skips building attribute objects for the no-op instruments otherwise.
+ */
+export function metricsOn(): boolean {
+  return instrumentsNow().on;
 }
 
 export const instruments: Instruments = {
   get acquisitions() {
-    return instrumentsNow().acquisitions;
+    return instrumentsNow().instruments.acquisitions;
   },
   get waitTime() {
-    return instrumentsNow().waitTime;
+    return instrumentsNow().instruments.waitTime;
   },
   get timeouts() {
-    return instrumentsNow().timeouts;
+    return instrumentsNow().instruments.timeouts;
   },
   get lost() {
-    return instrumentsNow().lost;
+    return instrumentsNow().instruments.lost;
   },
   get renewals() {
-    return instrumentsNow().renewals;
+    return instrumentsNow().instruments.renewals;
   },
 };
 
@@ -55,7 +78,33 @@ export const instruments: Instruments = {
  * exception; success leaves the status unset, as the OpenTelemetry spec asks of instrumentation
  * libraries (OK is the application's call).
  */
-export async function traced<T>(
+export function traced<T>(
+  operation: string,
+  attributes: () => Record<string, string | number | boolean>,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  if (!tracing()) {
+    try {
+      return fn(undefined);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  return tracedSpan(operation, attributes(), fn);
+}
+
+/**
+ * Whether an SDK is installed: until then the API's global provider is a proxy with no delegate,
+ * every span would be a no-op, and the span, its context and its attributes are not worth making
+ * on every acquire (they showed in the uncontended profile). Asked per call: an SDK started after
+ * import is picked up at once.
+ */
+function tracing(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer('@deadbolt/core', coreVersion) !== undefined;
+}
+
+async function tracedSpan<T>(
   operation: string,
   attributes: Record<string, string | number | boolean>,
   fn: (span: Span) => Promise<T>,

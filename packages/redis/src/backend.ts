@@ -1,5 +1,6 @@
 import {
   BackendUnavailableError,
+  DeadlineWheel,
   endpointOf,
   guardCall,
   inspectSafely,
@@ -78,14 +79,18 @@ export class RedisBackend implements LockBackend {
   private readonly commandConnections: (Redis | Cluster)[] = [];
   private readonly notifier: ReleaseNotifier | undefined;
   private readonly deadlineMs: number;
-  /** Core's call guard bounds each call a little above this (issue 14). */
+  /** Every call settles within callTimeoutMs (see run): core adds no timer of its own per call. */
+  readonly boundsCalls = true;
+  /** The bound of each call (issue 14). */
   readonly callTimeoutMs: number;
   /**
    * Single-server and Cluster modes send one command per call, which ioredis' commandTimeout already
-   * bounds (core's guard is the safety net above it): no second timer on the hot path. RedLock
-   * fans out to several masters and keeps its own deadline.
+   * bounds: no second deadline on the hot path. RedLock fans out to several masters and keeps its
+   * own deadline, and so does a user's connection without a commandTimeout.
    */
   private readonly ownDeadline: boolean;
+  /** Those deadlines, on one timer (the adapter kit's wheel): a timer per call showed in profiles. */
+  private readonly deadlines = new DeadlineWheel();
   private closing: Promise<void> | undefined;
   /** Aborted by close(): calls still waiting on a frozen server give up at once, and no timer stays. */
   private readonly closed = new AbortController();
@@ -154,7 +159,7 @@ export class RedisBackend implements LockBackend {
     }
     this.capabilities = this.mode.capabilities;
     this.callTimeoutMs = this.deadlineMs;
-    this.ownDeadline = options.mode === 'redlock';
+    this.ownDeadline = options.mode === 'redlock' || !this.commandConnections.every(hasCommandTimeout);
   }
 
   private singleMode(connection: Redis | Cluster): LockMode {
@@ -281,6 +286,7 @@ export class RedisBackend implements LockBackend {
 
   private async shutdown(): Promise<void> {
     this.closed.abort(new BackendUnavailableError('close', { backend: this.name, cause: new Error('the backend is closed') }));
+    this.deadlines.stop();
     const subscriber = this.notifier?.close();
     await Promise.all([this.mode.close(), this.kinds?.close()]);
     const grantSubscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
@@ -335,6 +341,7 @@ export class RedisBackend implements LockBackend {
       backend: this.name,
       endpoint: this.endpoint,
       timeoutMs: timed ? this.deadlineMs : Number.POSITIVE_INFINITY,
+      deadlines: this.deadlines,
       signal: timed ? this.closed.signal : undefined,
       undo,
       // The kit retries the undo until the server answers, within the attempt's ttl, until close().
@@ -342,6 +349,12 @@ export class RedisBackend implements LockBackend {
       closed: this.closed.signal,
     });
   }
+}
+
+/** Whether ioredis itself bounds every command on `connection` (our connections always set it). */
+function hasCommandTimeout(connection: Redis | Cluster): boolean {
+  const options = connection instanceof Cluster ? connection.options.redisOptions : connection.options;
+  return typeof options?.commandTimeout === 'number';
 }
 
 // The connections hold the password (ioredis keeps it in its options): print the mode only.

@@ -1,5 +1,7 @@
-import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import * as kindsLua from './kinds-lua.js';
+import { createHash } from 'node:crypto';
+import { DeadlineWheel, type Watch } from '@deadbolt/core/adapter';
+import { Cluster, Command, type ChainableCommander, type Redis } from 'ioredis';
 import * as lua from './lua.js';
 
 /** Script name -> its Lua source and the number of KEYS it takes. */
@@ -40,7 +42,6 @@ function commandName(name: ScriptName): string {
 }
 
 type ScriptCall = (...args: ScriptArgument[]) => Promise<unknown>;
-type Target = Redis | Cluster | ChainableCommander;
 
 const defined = new WeakSet<Redis | Cluster>();
 
@@ -56,8 +57,125 @@ export function defineScripts(connection: Redis | Cluster): void {
   defined.add(connection);
 }
 
-/** Runs a script (or queues it, on a pipeline). `keys` then `args`, as EVALSHA takes them. */
-export function runScript(target: Target, name: ScriptName, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+function sha1(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
+}
+
+/** A script as runScript sends it: its source, SHA1, KEYS count and the sockets that have it cached. */
+interface PreparedScript {
+  readonly lua: string;
+  readonly sha: string;
+  readonly keys: number;
+  /** As ioredis' own scripts: the first send on a socket is EVAL (which caches it there), later ones EVALSHA. */
+  readonly loadedOn: WeakSet<object>;
+}
+
+function prepare(lua: string, keys: number): PreparedScript {
+  return { lua, sha: sha1(lua), keys, loadedOn: new WeakSet<object>() };
+}
+
+const prepared = new Map<ScriptName, PreparedScript>(
+  (Object.keys(scripts) as ScriptName[]).map((name) => [name, prepare(scripts[name].lua, scripts[name].keys)]),
+);
+
+/** Scripts replaced on one connection (replaceScript); consulted only once there are any. */
+const replaced = new WeakMap<Redis | Cluster, Map<ScriptName, PreparedScript>>();
+let anyReplaced = false;
+
+/**
+ * Test support (the fair mutant tests): runs `lua` instead of the named script on this connection,
+ * in single calls and in pipelines alike.
+ */
+export function replaceScript(connection: Redis | Cluster, name: ScriptName, lua: string): void {
+  const own = replaced.get(connection) ?? new Map<ScriptName, PreparedScript>();
+  own.set(name, prepare(lua, scripts[name].keys));
+  replaced.set(connection, own);
+  anyReplaced = true;
+  connection.defineCommand(commandName(name), { numberOfKeys: scripts[name].keys, lua });
+}
+
+/** The command deadlines of every connection of this package, on one timer (see ScriptCommand). */
+const commandDeadlines = new DeadlineWheel();
+
+/**
+ * One script call as a prepared command. Two things differ from ioredis' defineCommand scripts:
+ * - the commandTimeout runs on the shared deadline wheel instead of a Node timer of its own: ioredis
+ *   arms its per-command timer through `setTimeout(ms)` when it sends a command on a connection with
+ *   a commandTimeout; here that becomes a wheel watch with the same outcome ("Command timed out"),
+ *   cancelled when the command settles;
+ * - no closure or extra promise per call for the NOSCRIPT bookkeeping (runScript does it once).
+ */
+class ScriptCommand extends Command {
+  private watch: Watch | undefined;
+  /** The socket it was last written to: a NOSCRIPT answer means the script is gone there. */
+  sentOn: object | undefined;
+
+  constructor(
+    private readonly script: PreparedScript,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+  ) {
+    super('evalsha', [script.sha, script.keys, ...keys, ...args], { replyEncoding: 'utf8' });
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    this.sentOn = socket;
+    if (!this.script.loadedOn.has(socket)) {
+      this.script.loadedOn.add(socket);
+      this.name = 'eval';
+      this.args[0] = this.script.lua;
+    } else if (this.name === 'eval') {
+      this.name = 'evalsha';
+      this.args[0] = this.script.sha;
+    }
+    return super.toWritable(socket);
+  }
+
+  override setTimeout(ms: number): void {
+    if (this.watch !== undefined || this.isResolved) return;
+    const { resolve, reject } = this;
+    const watch = commandDeadlines.watch(ms, () => {
+      if (!this.isResolved) reject(new Error('Command timed out'));
+    });
+    this.watch = watch;
+    this.resolve = (value: unknown) => {
+      watch.cancel();
+      resolve(value);
+    };
+    this.reject = (error: Error) => {
+      watch.cancel();
+      reject(error);
+    };
+  }
+}
+
+/**
+ * Runs a script: EVAL the first time on a socket, EVALSHA after, and once more as EVAL when the
+ * server answers NOSCRIPT (a restart or SCRIPT FLUSH). The hot path of every lock call: one
+ * prepared command, none of ioredis' per-call scripting wrappers, no Node timer per call.
+ */
+export function runScript(
+  target: Redis | Cluster,
+  name: ScriptName,
+  keys: readonly string[],
+  args: readonly ScriptArgument[],
+): Promise<unknown> {
+  // Cluster keeps ioredis' own script commands (slot routing, redirects and per-node script loading
+  // are ioredis' business there): the prepared command is measured and tested on single servers.
+  if (target instanceof Cluster) return definedScript(target, name, keys, args);
+  const script = (anyReplaced ? replaced.get(target)?.get(name) : undefined) ?? prepared.get(name)!;
+  const command = new ScriptCommand(script, keys, args);
+  target.sendCommand(command);
+  return command.promise.then(undefined, (error: unknown) => {
+    if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
+    if (command.sentOn !== undefined) script.loadedOn.delete(command.sentOn);
+    const again = new ScriptCommand(script, keys, args);
+    target.sendCommand(again);
+    return again.promise;
+  });
+}
+
+function definedScript(target: Cluster, name: ScriptName, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
   const call = (target as unknown as Record<string, ScriptCall | undefined>)[commandName(name)];
   if (call === undefined) throw new Error(`@deadbolt/redis: script ${name} is not defined on this connection`);
   return call.call(target, ...keys, ...args);

@@ -2,6 +2,7 @@ import { DeadlineExceededError } from '../deadline.js';
 import { BackendUnavailableError, DeadboltError } from '../errors.js';
 import { explainConnectionError } from './connection-errors.js';
 import { undoUntilAnswered } from './undo-until-answered.js';
+import type { DeadlineWheel, Watch } from './deadline-wheel.js';
 
 /** What one guarded call is, for the typed error it may become. Never a URL or a credential. */
 export interface GuardedCall<T> {
@@ -14,6 +15,8 @@ export interface GuardedCall<T> {
   readonly endpoint?: string | undefined;
   /** Give up after this many ms (the adapter's command or statement timeout plus a little slack); Infinity: no timer. */
   readonly timeoutMs: number;
+  /** Bound the call on this shared wheel instead of a timer of its own (hot paths: see deadline-wheel.ts). */
+  readonly deadlines?: DeadlineWheel | undefined;
   /** Gives up at once (a closing backend): no timer outlives close(). The reason, typed as above, is the error. */
   readonly signal?: AbortSignal | undefined;
   /**
@@ -52,12 +55,21 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
   } catch (error) {
     return Promise.reject(typed(error, call));
   }
+  const timed = Number.isFinite(call.timeoutMs);
+  if (!timed && signal === undefined) {
+    // Nothing can make us give up first: the operation's own outcome, typed (no wrapper promise).
+    return pending.then(undefined, (error: unknown) => {
+      runUndo(undo, undefined, call); // failed: whether the server ran it is unknown
+      throw typed(error, call);
+    });
+  }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     const finish = (): boolean => {
       if (settled) return false;
       settled = true;
-      clearTimeout(timer);
+      if (watch !== undefined) watch.cancel();
+      else clearTimeout(timer);
       if (signal !== undefined) onAbortOf(signal).delete(onAbort);
       return true;
     };
@@ -66,9 +78,9 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     };
     const onAbort = (): void => giveUp(typed(signal?.reason, call));
     // An infinite deadline: the operation bounds itself (a client library's own command timeout).
-    const timer = Number.isFinite(call.timeoutMs)
-      ? setTimeout(() => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call)), call.timeoutMs)
-      : undefined;
+    const expire = (): void => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call));
+    const watch: Watch | undefined = timed && call.deadlines !== undefined ? call.deadlines.watch(call.timeoutMs, expire) : undefined;
+    const timer = timed && watch === undefined ? setTimeout(expire, call.timeoutMs) : undefined;
     if (signal !== undefined) onAbortOf(signal).add(onAbort);
     pending.then(
       (value) => {
