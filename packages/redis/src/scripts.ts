@@ -1,5 +1,4 @@
 import * as kindsLua from './kinds-lua.js';
-import { createHash } from 'node:crypto';
 import { DeadlineWheel, type Watch } from '@deadbolt/core/adapter';
 import { Cluster, Command, type ChainableCommander, type Redis } from 'ioredis';
 import * as lua from './lua.js';
@@ -57,10 +56,6 @@ export function defineScripts(connection: Redis | Cluster): void {
   defined.add(connection);
 }
 
-function sha1(text: string): string {
-  return createHash('sha1').update(text).digest('hex');
-}
-
 /** A script as runScript sends it: its source, SHA1, KEYS count and the sockets that have it cached. */
 interface PreparedScript {
   readonly lua: string;
@@ -70,28 +65,28 @@ interface PreparedScript {
   readonly loadedOn: WeakSet<object>;
 }
 
-function prepare(lua: string, keys: number): PreparedScript {
-  return { lua, sha: sha1(lua), keys, loadedOn: new WeakSet<object>() };
+/** What ioredis' defineCommand keeps per connection (`scriptsSet`): the script a name runs there. */
+interface DefinedScript {
+  readonly lua: string;
+  readonly sha: string;
+  readonly numberOfKeys: number | null;
 }
 
-const prepared = new Map<ScriptName, PreparedScript>(
-  (Object.keys(scripts) as ScriptName[]).map((name) => [name, prepare(scripts[name].lua, scripts[name].keys)]),
-);
-
-/** Scripts replaced on one connection (replaceScript); consulted only once there are any. */
-const replaced = new WeakMap<Redis | Cluster, Map<ScriptName, PreparedScript>>();
-let anyReplaced = false;
-
 /**
- * Test support (the fair mutant tests): runs `lua` instead of the named script on this connection,
- * in single calls and in pipelines alike.
+ * Prepared per defined script: runScript runs whatever defineCommand defined under the name on that
+ * connection (ours, or a test's mutant that redefines one), so both paths always run the same Lua.
  */
-export function replaceScript(connection: Redis | Cluster, name: ScriptName, lua: string): void {
-  const own = replaced.get(connection) ?? new Map<ScriptName, PreparedScript>();
-  own.set(name, prepare(lua, scripts[name].keys));
-  replaced.set(connection, own);
-  anyReplaced = true;
-  connection.defineCommand(commandName(name), { numberOfKeys: scripts[name].keys, lua });
+const preparedScripts = new WeakMap<DefinedScript, PreparedScript>();
+
+function preparedOn(target: Redis, name: ScriptName): PreparedScript {
+  const defined = (target.scriptsSet as Record<string, DefinedScript | undefined>)[commandName(name)];
+  if (defined === undefined) throw new Error(`@deadbolt/redis: script ${name} is not defined on this connection`);
+  let script = preparedScripts.get(defined);
+  if (script === undefined) {
+    script = { lua: defined.lua, sha: defined.sha, keys: defined.numberOfKeys ?? scripts[name].keys, loadedOn: new WeakSet<object>() };
+    preparedScripts.set(defined, script);
+  }
+  return script;
 }
 
 /** The command deadlines of every connection of this package, on one timer (see ScriptCommand). */
@@ -163,7 +158,7 @@ export function runScript(
   // Cluster keeps ioredis' own script commands (slot routing, redirects and per-node script loading
   // are ioredis' business there): the prepared command is measured and tested on single servers.
   if (target instanceof Cluster) return definedScript(target, name, keys, args);
-  const script = (anyReplaced ? replaced.get(target)?.get(name) : undefined) ?? prepared.get(name)!;
+  const script = preparedOn(target, name);
   const command = new ScriptCommand(script, keys, args);
   target.sendCommand(command);
   return command.promise.then(undefined, (error: unknown) => {

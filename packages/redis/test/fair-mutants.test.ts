@@ -18,11 +18,10 @@ import {
 } from '@deadbolt/conformance';
 import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
 import { fairAcquireLua, fairLeaveLua, fairReleaseLua } from '../src/lua.js';
-import { replaceScript } from '../src/scripts.js';
 import { suiteWaiterLeaseMs } from './fair-hooks.js';
 
-type FairScript = 'fair-acquire' | 'fair-release' | 'fair-leave';
-const sources: Record<FairScript, string> = { 'fair-acquire': fairAcquireLua, 'fair-release': fairReleaseLua, 'fair-leave': fairLeaveLua };
+type FairScript = 'fair_acquire' | 'fair_release' | 'fair_leave';
+const sources: Record<FairScript, string> = { fair_acquire: fairAcquireLua, fair_release: fairReleaseLua, fair_leave: fairLeaveLua };
 
 /** Replaces `from` by `to` in a script; throws if the text is not there (a mutant must mutate). */
 function mutate(script: FairScript, from: string, to: string): [FairScript, string] {
@@ -36,31 +35,31 @@ const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
     'LIFO instead of FIFO',
     fifoOrder,
     [
-      mutate('fair-acquire', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"),
-      mutate('fair-release', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"),
+      mutate('fair_acquire', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"),
+      mutate('fair_release', "redis.call('LPOP', queueKey)", "redis.call('RPOP', queueKey)"),
     ],
   ],
   [
     'a free key is taken past the queue (barging)',
     noBarging,
-    [mutate('fair-acquire', "if redis.call('EXISTS', queueKey) == 0 then", 'if true then')],
+    [mutate('fair_acquire', "if redis.call('EXISTS', queueKey) == 0 then", 'if true then')],
   ],
-  ['a waiter that gives up leaves its entry and its raced grant', giveUpLeavesNothing, [['fair-leave', 'return 1']]],
+  ['a waiter that gives up leaves its entry and its raced grant', giveUpLeavesNothing, [['fair_leave', 'return 1']]],
   [
     'a grant claims the waiter ttl, not its remaining waiter lease',
     killedWaiterAtHead,
-    [mutate('fair-release', 'math.min(tonumber(ttl), deadline - now)', 'tonumber(ttl)')],
+    [mutate('fair_release', 'math.min(tonumber(ttl), deadline - now)', 'tonumber(ttl)')],
   ],
-  ['a re-check does not recognise its own grant', lostGrantMessage, [mutate('fair-acquire', 'if holder == token then', 'if false then')]],
+  ['a re-check does not recognise its own grant', lostGrantMessage, [mutate('fair_acquire', 'if holder == token then', 'if false then')]],
   [
     'an expired holder is never replaced without a release',
     crashedHolderReplaced,
-    [mutate('fair-acquire', 'if not holder then', "if not holder and redis.call('EXISTS', queueKey) == 0 then")],
+    [mutate('fair_acquire', 'if not holder then', "if not holder and redis.call('EXISTS', queueKey) == 0 then")],
   ],
   [
     'a grant reuses the fence',
     fencesAcrossHandOffs,
-    [mutate('fair-release', "local fence = redis.call('INCR', fenceKey)", "local fence = tonumber(redis.call('GET', fenceKey) or '0')")],
+    [mutate('fair_release', "local fence = redis.call('INCR', fenceKey)", "local fence = tonumber(redis.call('GET', fenceKey) or '0')")],
   ],
 ];
 
@@ -86,7 +85,7 @@ describe('the fair group catches broken fair modes', () => {
           connection.on('error', () => undefined);
           connections.push(connection);
           const backend = createRedisBackend({ mode: 'fair', client: connection, waiterLeaseMs: suiteWaiterLeaseMs });
-          for (const [script, lua] of changes) replaceScript(connection, script, lua);
+          for (const [script, lua] of changes) connection.defineCommand(`deadbolt_${script}`, { numberOfKeys: 4, lua });
           const client = createLockClient({ backend, prefix });
           backends.set(client, backend);
           return client;
