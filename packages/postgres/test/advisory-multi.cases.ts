@@ -1,6 +1,7 @@
 import { multiAllOrNothing, multiExcludesSingle, runCase, type ConformanceCase } from '@deadbolt/conformance';
 import { createLockClient } from '@deadbolt/core';
 import type { AcquireRequest } from '@deadbolt/core/adapter';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { env } from './pg-env.js';
 import { advisoryCapabilities, advisoryLockId, type PostgresBackend, createPostgresBackend } from '../src/index.js';
@@ -85,6 +86,37 @@ export function advisoryMultiCases(): void {
         expect((await holders(keys)).size).toBe(0);
       } finally {
         await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('a deadlock with a session outside the global order is broken by the server and the set is retried', async () => {
+      const b = backend();
+      const other = new pg.Client({ connectionString: env.server.url });
+      await other.connect();
+      const [first, second] = b.orderKeys!(['cycle:a', 'cycle:b']);
+      const [firstId, secondId] = [first!, second!].map((key) => advisoryLockId(key).toString());
+      try {
+        // Another session takes the keys in the opposite order: the second, then (below) the first.
+        await other.query('SELECT pg_advisory_lock($1::bigint)', [secondId]);
+        const started = Date.now();
+        const waiting = b.acquireMany!(requests(b, ['cycle:a', 'cycle:b']), Date.now() + 15_000, new AbortController().signal);
+        await expect
+          .poll(async () => (await env.admin.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rowCount, {
+            timeout: 5_000,
+          })
+          .toBe(1);
+        // A cycle: its deadlock_timeout (10 s) outlasts ours (1 s), so the detector ends OUR wait (40P01);
+        // the set gives back the first key, the other session gets it, and our retry waits its turn.
+        await other.query("SET deadlock_timeout = '10s'");
+        await other.query('SELECT pg_advisory_lock($1::bigint)', [firstId]);
+        await other.query('SELECT pg_advisory_unlock_all()');
+        const grants = await waiting;
+        expect(grants).toHaveLength(2);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+        await Promise.all(grants!.map((grant) => b.release(grant)));
+      } finally {
+        await other.end();
+        await b.close();
       }
     });
   });
