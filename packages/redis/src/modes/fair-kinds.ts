@@ -103,6 +103,12 @@ export class FairKinds implements LockMode {
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly grants: GrantChannel;
   private readonly waiters = new Map<string, Waiter>();
+  /**
+   * Tokens whose queueing script is in flight, with the fence of a grant message that arrived before
+   * the script's reply (the subscriber socket can be read first in the same poll): kept for the
+   * waiter, which would otherwise learn of its grant only at its next re-check (a heartbeat later).
+   */
+  private readonly inFlight = new Map<string, number | undefined>();
   private readonly unextended = new Set<KindGrant>();
   private readonly heartbeatMs: number;
   private tickTimer: NodeJS.Timeout | undefined;
@@ -148,11 +154,16 @@ export class FairKinds implements LockMode {
     token = this.tokenFor(request),
   ): Promise<Grant | undefined> {
     const sentAt = Date.now();
+    this.inFlight.set(token, undefined);
     const [held, value] = await this.attempt(request, token, '1').catch((error: unknown) => {
+      this.inFlight.delete(token);
       void this.undoAcquire(request, token).catch(() => undefined);
       throw error;
     });
-    if (held === 1) return this.grantOf(request, token, value);
+    if (held === 1) {
+      this.inFlight.delete(token);
+      return this.grantOf(request, token, value);
+    }
     request.onContended?.();
     return this.waitForGrant(request, token, sentAt, value, deadline, signal);
   }
@@ -223,6 +234,7 @@ export class FairKinds implements LockMode {
     signal: AbortSignal,
   ): Promise<{ grants: KindGrant[]; waited: boolean } | undefined> {
     const tokens = group.map((request) => this.newToken(request.ttlMs, 'm'));
+    for (const token of tokens) this.inFlight.set(token, undefined);
     const prefix = this.channelPrefix(group[0]!.key);
     const sentAt = Date.now();
     const reply = (await runFairEnqueueMany(
@@ -233,6 +245,7 @@ export class FairKinds implements LockMode {
       this.publish,
       tokens,
     ).catch((error: unknown) => {
+      for (const token of tokens) this.inFlight.delete(token);
       for (const [index, request] of group.entries()) void this.undoAcquire(request, tokens[index]!).catch(() => undefined);
       throw error;
     })) as unknown[];
@@ -242,6 +255,7 @@ export class FairKinds implements LockMode {
     const waitSignal = AbortSignal.any([signal, giveUp.signal]);
     for (const [index, request] of group.entries()) {
       const [held, value] = [Number(reply[2 * index]), Number(reply[2 * index + 1])];
+      if (held === 1) this.inFlight.delete(tokens[index]!);
       if (held === 1) grants.push(this.grantOf(request, tokens[index]!, value, sentAt + request.ttlMs - driftMs(request.ttlMs)));
       else waits.push(this.waitForGrant(request, tokens[index]!, sentAt, value, deadline, waitSignal));
     }
@@ -481,10 +495,14 @@ export class FairKinds implements LockMode {
         );
       };
       this.waiters.set(token, waiter);
+      const early = this.inFlight.get(token);
+      this.inFlight.delete(token);
       if (signal.aborted || this.closed) return leave();
       signal.addEventListener('abort', onAbort, { once: true });
       this.startTicking();
       waiter.stillWaiting(retryMs, sentAt);
+      // A grant message that beat the queueing script's reply: take it now.
+      if (early !== undefined) this.onGrantMessage(token, early);
       const ready = this.grants.ready(this.channelPrefix(request.key) + this.clientId);
       // Queued before our subscription was live: a grant may already have been sent unheard.
       if (ready !== true)
@@ -510,7 +528,11 @@ export class FairKinds implements LockMode {
 
   private onGrantMessage(token: string, fence: number): void {
     const waiter = this.waiters.get(token);
-    if (waiter === undefined || waiter.done) return;
+    if (waiter === undefined) {
+      if (this.inFlight.has(token)) this.inFlight.set(token, fence);
+      return;
+    }
+    if (waiter.done) return;
     const { request } = waiter;
     // The grant started after waitingSeenAt and lasts min(ttl, the waiter deadline it had left).
     const claimMs = Math.min(request.ttlMs, this.settings.waiterLeaseMs);
