@@ -43,6 +43,25 @@ export function advisoryElectionCases(): void {
       await election.resign();
     });
 
+    it('two applications (namespaces) elect under one name side by side; leader() names each its own', async () => {
+      const inNamespace = (namespace: string): LockClient => {
+        const b = createPostgresBackend({ connectionString: env.server.url, mode: 'advisory', namespace });
+        const created = createLockClient({ backend: b, prefix: '' });
+        closers.push(() => created.close());
+        return created;
+      };
+      const [appA, appB] = [
+        inNamespace('app-a').elect('shared-name', { id: 'a1' }),
+        inNamespace('app-b').elect('shared-name', { id: 'b1' }),
+      ];
+      const [termA, termB] = await Promise.all([appA[Symbol.asyncIterator]().next(), appB[Symbol.asyncIterator]().next()]);
+      expect(termA.done).not.toBe(true);
+      expect(termB.done).not.toBe(true);
+      expect(await appA.leader()).toBe('a1');
+      expect(await appB.leader()).toBe('b1');
+      await Promise.all([appA.resign(), appB.resign()]);
+    });
+
     it('a leader that stops pinging has its session ended by the server after ttl (idle_session_timeout), after its own deadline', async () => {
       const [a, b] = [backend(), backend()];
       let lostAt = 0;

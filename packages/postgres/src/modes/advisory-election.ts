@@ -13,7 +13,7 @@ import { randomToken } from '../token.js';
  * each other, as in lease mode), held on a session of its own, so the server ends the term with the
  * session. The term number is the advisory fence, epoch * 2^36 + nextval drawn after the grant in
  * the granting statement (fence.ts): strictly increasing across leaders and server crashes. The same
- * statement writes (key, token, id, backend pid, term) into `<fence table>_leaders`; `leader()`
+ * statement writes (advisory id, key, token, id, backend pid, term) into `<fence table>_leaders`; `leader()`
  * names the row's id only while that pid holds the key's advisory lock in pg_locks, so a dead
  * leader's row names nobody. Followers wait in the server's FIFO lock queue: a resignation (unlock)
  * or a dead leader's session hands over at once.
@@ -53,7 +53,8 @@ const driftMs = (ttlMs: number): number => Math.ceil(ttlMs * 0.01) + 2;
 
 export function advisoryElectionSql(names: FenceNames) {
   return {
-    schema: `CREATE TABLE IF NOT EXISTS ${names.leaders} (key text PRIMARY KEY, token text NOT NULL, id text NOT NULL, pid int NOT NULL, term bigint NOT NULL)`,
+    // Keyed by the advisory id (namespace and key), which two applications sharing the table never share.
+    schema: `CREATE TABLE IF NOT EXISTS ${names.leaders} (lock_id bigint PRIMARY KEY, key text NOT NULL, token text NOT NULL, id text NOT NULL, pid int NOT NULL, term bigint NOT NULL)`,
     /**
      * Takes the key's lock (tried, or waited for under lock_timeout), draws the counter after the
      * grant and records the leader, in one statement; the term's session gets idle_session_timeout.
@@ -74,17 +75,17 @@ export function advisoryElectionSql(names: FenceNames) {
         SELECT CASE WHEN current_setting('server_version_num')::int >= 140000 THEN set_config('idle_session_timeout', '${Math.max(1, Math.floor(ttlMs))}', false) END;
         WITH ${counter},
         named AS (
-          INSERT INTO ${names.leaders} (key, token, id, pid, term)
-          SELECT ${client.escapeLiteral(values.key)}, ${client.escapeLiteral(values.token)}, ${client.escapeLiteral(values.candidate)},
+          INSERT INTO ${names.leaders} (lock_id, key, token, id, pid, term)
+          SELECT ${values.id}::bigint, ${client.escapeLiteral(values.key)}, ${client.escapeLiteral(values.token)}, ${client.escapeLiteral(values.candidate)},
                  pg_backend_pid(), ${values.epoch}::bigint * ${2 ** counterBits} + n FROM counter WHERE n IS NOT NULL
-          ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, id = EXCLUDED.id, pid = EXCLUDED.pid, term = EXCLUDED.term
+          ON CONFLICT (lock_id) DO UPDATE SET key = EXCLUDED.key, token = EXCLUDED.token, id = EXCLUDED.id, pid = EXCLUDED.pid, term = EXCLUDED.term
           RETURNING 1)
         SELECT n::text AS counter, (SELECT count(*) FROM named)::int AS named FROM counter`;
     },
     /** Our row goes with our lock (only ours: by token), in one statement. */
-    release: `WITH gone AS (DELETE FROM ${names.leaders} WHERE key = $1 AND token = $2) SELECT pg_advisory_unlock($3::bigint) AS ok`,
+    release: `WITH gone AS (DELETE FROM ${names.leaders} WHERE lock_id = $2::bigint AND token = $1) SELECT pg_advisory_unlock($2::bigint) AS ok`,
     /** The recorded leader, only while its session holds the key's advisory lock. */
-    leader: `SELECT n.id FROM ${names.leaders} n WHERE n.key = $1 AND EXISTS (
+    leader: `SELECT n.id FROM ${names.leaders} n WHERE n.lock_id = $1::bigint AND EXISTS (
         SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.pid = n.pid
           AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
   };
@@ -179,8 +180,9 @@ export class AdvisoryElection {
   /** The current leader's id: the recorded one, while its session holds the lock. */
   async leader(key: string): Promise<string | undefined> {
     await this.ensureTable(key, (text) => this.port.query('leader', key, text, []));
-    const { classid, objid } = advisoryLockParts(advisoryLockId(key, this.port.options.namespace));
-    const [row] = await this.port.query<{ id: string }>('leader', key, this.sql.leader, [key, classid, objid]);
+    const id = advisoryLockId(key, this.port.options.namespace);
+    const { classid, objid } = advisoryLockParts(id);
+    const [row] = await this.port.query<{ id: string }>('leader', key, this.sql.leader, [id.toString(), classid, objid]);
     return row?.id;
   }
 
@@ -207,10 +209,7 @@ export class AdvisoryElection {
     if (term === undefined) return false;
     this.terms.delete(grant.token);
     try {
-      const result = await withDeadline(
-        term.client.query<{ ok: boolean }>(this.sql.release, [grant.key, grant.token, term.id]),
-        this.port.deadlineMs,
-      );
+      const result = await withDeadline(term.client.query<{ ok: boolean }>(this.sql.release, [grant.token, term.id]), this.port.deadlineMs);
       return result.rows[0]?.ok === true;
     } catch {
       // Ending the session below lets the lock go in any case.
