@@ -1,3 +1,5 @@
+import { createOnce } from './kinds-sql.js';
+
 /**
  * The lease mode's SQL: a FIFO queue on the server with the hand-off done in place (primitives.md
  * section 1.3, the Redis fair mode's design, here in plpgsql). Every check-and-act is one function
@@ -27,6 +29,9 @@ export function leaseSql(table: string, schema?: string) {
   const W = `${qualifier}"${table.slice(0, 55)}_waiters"`;
   const wseq = `${qualifier}"${table.slice(0, 56)}_wseq"`;
   const leaders = `${qualifier}"${table.slice(0, 55)}_leaders"`;
+  // The read-write lock and semaphore tables (kinds-sql.ts): renewals and heartbeats cover them too.
+  const H = `${qualifier}"${table.slice(0, 55)}_holders"`;
+  const KW = `${qualifier}"${table.slice(0, 54)}_kwaiters"`;
   // Versioned names: a later version adds new functions beside these instead of replacing them
   // under clients that still call the old ones.
   const fn = (name: string): string => `${qualifier}"${table.slice(0, 44)}_${name}_v1"`;
@@ -159,20 +164,18 @@ END $fn$`;
         [acquire, '(text, text, float8, boolean, text, float8)', acquireSql],
         [release, '(text, text)', releaseSql],
         [leave, '(text, text)', leaveSql],
-      ].map(
-        ([name, args, body]) => `DO $do$ BEGIN
-  PERFORM pg_advisory_xact_lock(1684366436, hashtext(${quoteLiteral(name!)})); -- (int, int): not the advisory mode's bigint space
-  IF to_regprocedure(${quoteLiteral(name! + args!)}) IS NULL THEN EXECUTE ${quoteLiteral(body!)}; END IF;
-END $do$`,
-      ),
+      ].map(([name, args, body]) => createOnce(name!, args!, body!)),
     ],
     /** One attempt: $1 key, $2 token, $3 ttl ms, $4 join the queue, $5 our grant channel, $6 waiter lease ms. */
     acquire: `SELECT held, fence::text AS fence, remaining_ms FROM ${acquire}($1, $2, $3, $4, $5, $6)`,
     renew: `UPDATE ${L} SET expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND owner = $2 AND expires_at >= now()`,
-    renewMany: `UPDATE ${L} AS l SET expires_at = now() + u.ttl * interval '1 millisecond'
-      FROM unnest($1::text[], $2::text[], $3::float8[]) AS u(key, owner, ttl)
-      WHERE l.key = u.key AND l.owner = u.owner AND l.expires_at >= now()
-      RETURNING l.key, l.owner`,
+    /** Mutex rows and read/write/permit holders alike (tokens are random: a token matches in one table at most). */
+    renewMany: `WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) AS u(key, owner, ttl)),
+      locks AS (UPDATE ${L} AS l SET expires_at = now() + u.ttl * interval '1 millisecond' FROM u
+        WHERE l.key = u.key AND l.owner = u.owner AND l.expires_at >= now() RETURNING l.key, l.owner),
+      holds AS (UPDATE ${H} AS h SET expires_at = now() + u.ttl * interval '1 millisecond' FROM u
+        WHERE h.key = u.key AND h.token = u.owner AND h.expires_at >= now() RETURNING h.key, h.token AS owner)
+      SELECT key, owner FROM locks UNION ALL SELECT key, owner FROM holds`,
     release: `SELECT ${release}($1, $2) AS live`,
     leave: `SELECT ${leave}($1, $2) AS left`,
     /**
@@ -181,17 +184,20 @@ END $do$`,
      * the holder's remaining lease (<= 0 or null: free, so the waiter re-checks at once).
      */
     heartbeat: `WITH beat AS (
-        UPDATE ${W} SET deadline = now() + $3 * interval '1 millisecond' WHERE token = ANY($1::text[]) RETURNING token)
-      SELECT t.token, beat.token IS NOT NULL AS queued,
-             (SELECT ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000) FROM ${L} l WHERE l.key = t.key)::float8 AS remaining_ms
-      FROM unnest($1::text[], $2::text[]) AS t(token, key) LEFT JOIN beat ON beat.token = t.token`,
+        UPDATE ${W} SET deadline = now() + $3 * interval '1 millisecond' WHERE token = ANY($1::text[]) RETURNING token),
+      kbeat AS (
+        UPDATE ${KW} SET deadline = now() + $3 * interval '1 millisecond' WHERE token = ANY($1::text[]) RETURNING token)
+      SELECT t.token, (beat.token IS NOT NULL OR kbeat.token IS NOT NULL) AS queued,
+             (CASE WHEN kbeat.token IS NOT NULL
+               THEN (SELECT ceil(extract(epoch FROM min(h.expires_at) - clock_timestamp()) * 1000) FROM ${H} h
+                     WHERE h.key = t.key AND h.expires_at >= clock_timestamp())
+               ELSE (SELECT ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000) FROM ${L} l WHERE l.key = t.key)
+             END)::float8 AS remaining_ms
+      FROM unnest($1::text[], $2::text[]) AS t(token, key)
+      LEFT JOIN beat ON beat.token = t.token LEFT JOIN kbeat ON kbeat.token = t.token`,
     /** Is the lock free now (no row, or expired)? Used after LISTEN so a release is never missed. */
     isFree: `SELECT NOT EXISTS (SELECT 1 FROM ${L} WHERE key = $1 AND expires_at >= now()) AS free`,
   };
-}
-
-function quoteLiteral(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /** The LISTEN/NOTIFY channel a release wakes (election followers); the payload is the key. */

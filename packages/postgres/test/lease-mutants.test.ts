@@ -2,7 +2,7 @@
 // of the conformance suite must catch every one (as packages/redis/test/fair-mutants.test.ts does for
 // the Redis fair scripts). Each mutant runs in its own table, so its functions never replace the
 // real ones (function names follow the table).
-import { type ConformanceCase, fifoOrder, killedWaiterAtHead, runCase } from '@deadbolt/conformance';
+import { allPermitsAtOnce, type ConformanceCase, fifoOrder, killedWaiterAtHead, readersShare, runCase } from '@deadbolt/conformance';
 import { type PostgresServerHandle, startPostgres } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,9 +28,10 @@ function mutantCase(testCase: ConformanceCase, table: string, from: string, to: 
     create: (_server, { prefix }) => {
       const backend = createPostgresBackend(`${server.url}?mode=lease&table=${table}&waiterLeaseMs=${waiterLeaseMs}`) as PostgresBackend;
       // The statements the backend will create its functions with (the array it registered).
-      const schema = (backend as unknown as { mode: { sql: { schema: string[] } } }).mode.sql.schema;
-      const index = schema.findIndex((statement) => statement.includes(from));
-      if (index < 0) throw new Error(`mutant: "${from}" not found in the lease schema`);
+      const { mode } = backend as unknown as { mode: { sql: { schema: string[] }; kinds: { schema: string[] } } };
+      const schema = [mode.sql.schema, mode.kinds.schema].find((statements) => statements.some((text) => text.includes(from)));
+      const index = schema?.findIndex((statement) => statement.includes(from)) ?? -1;
+      if (schema === undefined || index < 0) throw new Error(`mutant: "${from}" not found in the lease schema`);
       schema[index] = schema[index]!.replace(from, to);
       const client = createLockClient({ backend, prefix });
       backends.set(client, backend);
@@ -48,7 +49,7 @@ function mutantCase(testCase: ConformanceCase, table: string, from: string, to: 
   );
 }
 
-describe('the fair group catches broken lease-queue SQL', () => {
+describe('the fair and readWrite groups catch broken lease-queue SQL', () => {
   it('a grant to the newest waiter (LIFO) fails "granted in the order they queued"', async () => {
     const error = await mutantCase(
       fifoOrder,
@@ -70,6 +71,20 @@ describe('the fair group catches broken lease-queue SQL', () => {
       "clock_timestamp() + w.ttl_ms * interval ''1 millisecond''",
     );
     console.info(`[mutant] full-ttl claim: ${String(error)}`);
+    expect(error).toBeInstanceOf(Error);
+    expect(String(error)).not.toMatch(/^Error: mutant:/);
+  });
+
+  it('a reader that ignores a held write lock fails "readers share; a writer then excludes readers"', async () => {
+    const error = await mutantCase(readersShare, 'mutant_rw', "AND h.kind = ''write'' AND", "AND h.kind = ''none'' AND");
+    console.info(`[mutant] reader past a writer: ${String(error)}`);
+    expect(error).toBeInstanceOf(Error);
+    expect(String(error)).not.toMatch(/^Error: mutant:/);
+  });
+
+  it('a permit past the semaphore size fails "all permits held, one more is refused"', async () => {
+    const error = await mutantCase(allPermitsAtOnce, 'mutant_sem', ') < permits;', ') <= permits;');
+    console.info(`[mutant] one permit too many: ${String(error)}`);
     expect(error).toBeInstanceOf(Error);
     expect(String(error)).not.toMatch(/^Error: mutant:/);
   });

@@ -11,7 +11,7 @@ export interface LeaseQueuePort {
   readonly channel: string;
   readonly listener: ReleaseListener;
   attempt(request: AcquireRequest, token: string, join: boolean): Promise<AttemptRow>;
-  leave(key: string, token: string): Promise<void>;
+  leave(request: AcquireRequest, token: string): Promise<void>;
   heartbeat(
     tokens: readonly string[],
     keys: readonly string[],
@@ -46,6 +46,13 @@ interface Waiter {
   cancel(): void;
   /** Stops without a word to the server (a simulated crash): no timer left, the entry stays queued. */
   halt(): void;
+}
+
+/** A grant of `request`, marked as a read/write/permit hold when it is one (its rows are in the kinds tables). */
+export function grantOf(request: AcquireRequest, token: string, fence: number): Grant {
+  const grant: Grant = { key: request.key, owner: request.owner, token, fence };
+  if (request.kind !== undefined) (grant as { kinded?: true }).kinded = true;
+  return grant;
 }
 
 /** The drift allowance core uses (1% + 2 ms, the Redlock spec's), so both bound a lease alike. */
@@ -121,7 +128,8 @@ export class LeaseQueue {
   }
 
   private grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): QueuedGrant {
-    const grant: QueuedGrant = { key: request.key, owner: request.owner, token, fence, ttlMs: request.ttlMs };
+    const grant = grantOf(request, token, fence) as QueuedGrant & { ttlMs: number };
+    grant.ttlMs = request.ttlMs;
     if (validUntil !== undefined) grant.validUntil = validUntil;
     return grant;
   }
@@ -216,7 +224,7 @@ export class LeaseQueue {
   private giveUp(waiter: Waiter): Promise<void> {
     waiter.done = true;
     this.waiters.delete(waiter.token);
-    const left = this.port.leave(waiter.request.key, waiter.token);
+    const left = this.port.leave(waiter.request, waiter.token);
     this.leaving.add(left);
     const forget = (): void => {
       this.leaving.delete(left);

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { AcquireRequest, AttemptResult, CampaignRequest, Capabilities, Grant, TermGrant } from '@deadbolt/core/adapter';
 import { electionSql, LeaseElection } from '../election.js';
+import { kindsSql } from '../kinds-sql.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
-import { LeaseQueue } from './lease-queue.js';
+import { grantOf, LeaseQueue } from './lease-queue.js';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
 export const leaseCapabilities: Capabilities = Object.freeze({
@@ -13,7 +14,17 @@ export const leaseCapabilities: Capabilities = Object.freeze({
   fair: true,
   // Elections on the lease row, the fence as term, the leader's id beside it (election.ts).
   election: true,
+  // Holder rows with server-clock expiry and the same FIFO queue and in-place grants (kinds-sql.ts).
+  readWrite: true,
+  semaphore: true,
 });
+
+/** A read, write or permit hold: its rows live in the kinds tables (core treats the field as opaque). */
+interface KindGrant extends Grant {
+  readonly kinded?: true;
+}
+
+const isKindGrant = (grant: Grant): boolean => (grant as KindGrant).kinded === true;
 
 /** What one acquire function call answers. */
 export interface AttemptRow {
@@ -33,6 +44,7 @@ export class LeaseMode implements PostgresLockMode {
   /** Core skips its plain first attempt: acquire() takes a free lock in the same single call. */
   readonly acquireQueuesAtOnce = true;
   private readonly sql: ReturnType<typeof leaseSql>;
+  private readonly kinds: ReturnType<typeof kindsSql>;
   private readonly election: LeaseElection;
   private readonly queue: LeaseQueue;
   /** This client's grant channel: one per backend, never per key. */
@@ -41,7 +53,9 @@ export class LeaseMode implements PostgresLockMode {
   constructor(private readonly context: ModeContext) {
     const { options, statements } = context;
     this.sql = leaseSql(options.table, options.schema);
+    this.kinds = kindsSql(options.table, options.schema);
     statements.requireSchema(this.sql.schema);
+    statements.requireSchema(this.kinds.schema);
     this.election = new LeaseElection({
       sql: electionSql(options.table, options.schema),
       query: async <R extends Record<string, unknown>>(action: string, key: string, text: string, params: readonly unknown[]) =>
@@ -53,7 +67,7 @@ export class LeaseMode implements PostgresLockMode {
       channel: this.channel,
       listener: context.listener,
       attempt: (request, token, join) => this.attempt(request, token, join),
-      leave: (key, token) => this.leave(key, token),
+      leave: (request, token) => this.leave(request, token),
       heartbeat: async (tokens, keys) =>
         (
           await statements.query<{ token: string; queued: boolean; remaining_ms: number | null }>(
@@ -80,7 +94,7 @@ export class LeaseMode implements PostgresLockMode {
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomToken();
     const row = await this.attempt(request, token, false);
-    if (row.held) return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: Number(row.fence) } };
+    if (row.held) return { acquired: true, grant: grantOf(request, token, Number(row.fence)) };
     return row.remaining_ms === null ? { acquired: false } : { acquired: false, retryAfterMs: Math.max(0, row.remaining_ms) };
   }
 
@@ -90,6 +104,7 @@ export class LeaseMode implements PostgresLockMode {
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    if (isKindGrant(grant)) return (await this.renewMany([grant], [ttlMs]))[0] === true;
     const sentAt = Date.now();
     const result = await this.context.statements.query('renew', grant.key, this.sql.renew, [grant.key, grant.token, ttlMs]);
     const renewed = result.rowCount === 1;
@@ -116,7 +131,8 @@ export class LeaseMode implements PostgresLockMode {
 
   async release(grant: Grant): Promise<boolean> {
     this.queue.forget(grant);
-    const result = await this.context.statements.query<{ live: boolean }>('release', grant.key, this.sql.release, [grant.key, grant.token]);
+    const text = isKindGrant(grant) ? this.kinds.release : this.sql.release;
+    const result = await this.context.statements.query<{ live: boolean }>('release', grant.key, text, [grant.key, grant.token]);
     return result.rows[0]?.live === true;
   }
 
@@ -140,20 +156,40 @@ export class LeaseMode implements PostgresLockMode {
 
   /** One call of the acquire function. A call given up on (a frozen server answers late) is undone by a leave. */
   private async attempt(request: AcquireRequest, token: string, join: boolean): Promise<AttemptRow> {
+    const { waiterLeaseMs } = this.context.options;
+    const kind = request.kind;
+    const [text, params] =
+      kind === undefined
+        ? [this.sql.acquire, [request.key, token, request.ttlMs, join, this.channel, waiterLeaseMs]]
+        : [
+            this.kinds.acquire,
+            [
+              request.key,
+              token,
+              kind.type,
+              kind.type === 'permit' ? kind.permits : 0,
+              kind.type === 'read' ? (kind.downgradeOf?.token ?? null) : null,
+              request.ttlMs,
+              join,
+              this.channel,
+              waiterLeaseMs,
+            ],
+          ];
     const result = await this.context.statements.query<AttemptRow>(
       'acquire',
       request.key,
-      this.sql.acquire,
-      [request.key, token, request.ttlMs, join, this.channel, this.context.options.waiterLeaseMs],
+      text,
+      params,
       // Given up on: leave, which removes a queue entry and passes on a grant this attempt got, so
       // no lease or entry is left for its whole lifetime (issue 14). By its random token: always safe.
-      () => this.leave(request.key, token),
+      () => this.leave(request, token),
       request.ttlMs,
     );
     return result.rows[0] ?? { held: false, fence: null, remaining_ms: null };
   }
 
-  private async leave(key: string, token: string): Promise<void> {
-    await this.context.statements.query('acquire', key, this.sql.leave, [key, token]);
+  private async leave(request: AcquireRequest, token: string): Promise<void> {
+    const text = request.kind === undefined ? this.sql.leave : this.kinds.leave;
+    await this.context.statements.query('acquire', request.key, text, [request.key, token]);
   }
 }
