@@ -25,6 +25,8 @@ const rows = [
   { ...targetCatalogue['zookeeper/ephemeral-sequential'], mode: 'election' },
   { ...targetCatalogue['redis/setnx'], mode: 'election' },
   { ...targetCatalogue['postgres/lease'], mode: 'election' },
+  // The term's session runs with idle_session_timeout = ttl: the server ends a paused leader's session.
+  { ...targetCatalogue['postgres/advisory'], mode: 'advisory election' },
 ] as const;
 
 export const electionPause: Scenario = {
