@@ -68,8 +68,16 @@ export async function runSemaphoreRecipe(
       refused = { error };
       refusal.abort();
     });
-    const waitSignal = signal === undefined ? refusal.signal : AbortSignal.any([signal, refusal.signal]);
-    const held = await runContenderLoop(leasesRun, wait, deadline, waitSignal, (ours) => leaseStanding(leasesRun, ours, permits));
+    // The caller's abort ends the wait too (AbortSignal.any needs Node 20.3; engines say >= 20).
+    const forward = (): void => refusal.abort();
+    if (signal?.aborted) forward();
+    else signal?.addEventListener('abort', forward, { once: true });
+    let held: HeldNode | undefined;
+    try {
+      held = await runContenderLoop(leasesRun, wait, deadline, refusal.signal, (ours) => leaseStanding(leasesRun, ours, permits));
+    } finally {
+      signal?.removeEventListener('abort', forward);
+    }
     await checked;
     if (refused !== undefined) {
       if (held !== undefined) await deleteNode(leasesRun, held.path);
