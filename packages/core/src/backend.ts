@@ -128,7 +128,7 @@ export interface LockBackend {
    * True when the adapter bounds every call it is given by `callTimeoutMs` itself (the adapter kit's
    * guardCall with a deadline, settling with a typed error): core then adds no safety-net timer to
    * tryAcquire, release and renew (a timer per call showed in the uncontended profile). A native
-   * `acquire` wait keeps core's bound either way.
+   * `acquire` wait keeps core's bound (waitMs + callTimeoutMs + slack), on one shared timer.
    */
   readonly boundsCalls?: boolean;
 

@@ -1,6 +1,7 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { guardCall } from './adapter/call-guard.js';
+import { DeadlineWheel } from './adapter/deadline-wheel.js';
 import { inspectSafely } from './adapter/safe-inspect.js';
 import type { AcquireRequest, AttemptResult, Grant, LockBackend, LockKind } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
@@ -37,6 +38,9 @@ const notificationFallbackMs = 2_000;
 const defaultCallTimeoutMs = 10_000;
 /** Core's safety net sits this far above the adapter's own deadline, which should fire first. */
 const safetyNetSlackMs = 250;
+
+/** Core's safety nets for adapters that bound their own calls (LockBackend.boundsCalls), on one timer. */
+const sharedDeadlines = new DeadlineWheel();
 
 /** How core runs one backend call (see `call`). */
 interface CallPolicy {
@@ -569,6 +573,9 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         (backend.boundsCalls === true
           ? Number.POSITIVE_INFINITY
           : Math.max(defaultCallTimeoutMs, this.callTimeoutMs(backend) + safetyNetSlackMs)),
+      // The remaining net (a native acquire's wait) on one shared timer for such adapters: a contended
+      // hand-off otherwise arms and clears a Node timer of its own length per acquire.
+      deadlines: backend.boundsCalls === true ? sharedDeadlines : undefined,
       signal: policy.closable === false ? undefined : this.closing.signal,
       undo: policy.undoLateGrant
         ? (late) => {
