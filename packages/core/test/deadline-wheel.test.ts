@@ -26,6 +26,16 @@ describe('DeadlineWheel (many call deadlines on one timer)', () => {
     wheel.stop();
   });
 
+  it("a deadline past setTimeout's 2^31 - 1 ms ceiling does not fire at once", async () => {
+    vi.useFakeTimers();
+    const wheel = new DeadlineWheel();
+    let fired = false;
+    wheel.watch(2 ** 31 + 5_000, () => (fired = true));
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(fired).toBe(false);
+    wheel.stop();
+  });
+
   it('a cancelled watch never fires, and an idle wheel keeps no process alive', async () => {
     const wheel = new DeadlineWheel();
     const timeouts = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;

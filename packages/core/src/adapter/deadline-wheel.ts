@@ -58,7 +58,9 @@ export class DeadlineWheel {
   private arm(at: number): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.fire(at), Math.max(1, at - Date.now()));
+    const delay = Math.max(1, at - Date.now());
+    // setTimeout fires at once past 2^31 - 1 ms: a far deadline is approached in steps instead.
+    this.timer = delay > maxTimerMs ? setTimeout(() => this.arm(at), maxTimerMs) : setTimeout(() => this.fire(at), delay);
     if (this.watched === 0) this.timer.unref();
   }
 
@@ -132,6 +134,8 @@ export class Watch {
     return true;
   }
 }
+
+const maxTimerMs = 2 ** 31 - 1;
 
 function insertSorted(order: number[], at: number): void {
   let index = order.length;
