@@ -154,6 +154,8 @@ END $fn$`,
       `CREATE INDEX IF NOT EXISTS "${table.slice(0, 51)}_kwaiters_q" ON ${KW} (key, seq)`,
       ...functions.map(([name, args, body]) => createOnce(name, args, body)),
     ],
+    /** The last function the schema creates: once it exists, the whole schema does. */
+    probe: `${kleave}(text, text)`,
     /** $1 key, $2 token, $3 kind, $4 permits, $5 the write token a read downgrades, $6 ttl, $7 join, $8 channel, $9 waiter lease. */
     acquire: `SELECT held, fence::text AS fence, remaining_ms FROM ${kacquire}($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     release: `SELECT ${krelease}($1, $2) AS live`,

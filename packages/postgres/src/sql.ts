@@ -166,6 +166,8 @@ END $fn$`;
         [leave, '(text, text)', leaveSql],
       ].map(([name, args, body]) => createOnce(name!, args!, body!)),
     ],
+    /** The last function the schema creates: once it exists, the whole schema does. */
+    probe: `${leave}(text, text)`,
     /** One attempt: $1 key, $2 token, $3 ttl ms, $4 join the queue, $5 our grant channel, $6 waiter lease ms. */
     acquire: `SELECT held, fence::text AS fence, remaining_ms FROM ${acquire}($1, $2, $3, $4, $5, $6)`,
     renew: `UPDATE ${L} SET expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND owner = $2 AND expires_at >= now()`,

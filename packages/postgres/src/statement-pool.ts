@@ -1,6 +1,7 @@
 import { BackendUnavailableError, DeadboltError, guardCall, withDeadline } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { clientConfig, Gate, isAlreadyExists } from './connect.js';
+import { quoteLiteral } from './kinds-sql.js';
 import type { ResolvedPostgresOptions } from './options.js';
 
 /**
@@ -13,6 +14,8 @@ export class StatementPool {
   private poolInstance: pg.Pool | undefined;
   private readonly gate: Gate;
   private readonly schemas: (readonly string[])[] = [];
+  /** Functions (`name(args)`) whose existence means the schema is in place: one probe, no DDL. */
+  private readonly probes: string[] = [];
   private schema: Promise<void> | undefined;
   private closing = false;
   /** Aborted by close(): stops the kit's retried undo of an attempt given up on. */
@@ -39,9 +42,13 @@ export class StatementPool {
     return this.poolInstance;
   }
 
-  /** Statements (CREATE ... IF NOT EXISTS) to run once before the first guarded statement. */
-  requireSchema(statements: readonly string[]): void {
+  /**
+   * Statements (CREATE ... IF NOT EXISTS) to run once before the first guarded statement, and the
+   * function whose existence proves they ran (they run in one transaction, so its last function).
+   */
+  requireSchema(statements: readonly string[], probe?: string): void {
     this.schemas.push(statements);
+    if (probe !== undefined) this.probes.push(probe);
   }
 
   /** One statement (or a few on one pooled connection) under the gate and the call guard. */
@@ -97,9 +104,30 @@ export class StatementPool {
     return new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
   }
 
-  /** Creates the tables once per backend; a failed attempt is retried by the next call. */
+  /**
+   * Creates the tables once per backend; a failed attempt is retried by the next call. The first
+   * call of a backend pays for this inside its own deadline and lease (core counts the lease from
+   * the call), so it is one round trip when the schema exists (a probe) and one more when it does
+   * not (every statement in one DO block, serialised by a transaction lock), not one per statement.
+   */
   private ensureSchema(): Promise<void> {
     this.schema ??= (async () => {
+      if (this.probes.length > 0) {
+        const probe = this.probes.map((name) => `to_regprocedure(${quoteLiteral(name)}) IS NOT NULL`).join(' AND ');
+        const result = await this.pool.query<{ ready: boolean }>(`SELECT ${probe} AS ready`);
+        if (result.rows[0]?.ready === true) return;
+        const statements = this.schemas.flat();
+        const body = statements.map((statement) => `  EXECUTE ${quoteLiteral(statement)};`).join('\n');
+        const lockKey = quoteLiteral(`deadbolt schema ${this.probes.join(' ')}`);
+        try {
+          await this.pool.query(
+            `DO $schema$ BEGIN\n  PERFORM pg_advisory_xact_lock(1684366436, hashtext(${lockKey}));\n${body}\nEND $schema$`,
+          );
+        } catch (error) {
+          if (!isAlreadyExists(error)) throw error;
+        }
+        return;
+      }
       for (const statement of this.schemas.flat()) {
         try {
           await this.pool.query(statement);

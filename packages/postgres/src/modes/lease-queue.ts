@@ -49,11 +49,21 @@ interface Waiter {
 }
 
 /** A grant of `request`, marked as a read/write/permit hold when it is one (its rows are in the kinds tables). */
-export function grantOf(request: AcquireRequest, token: string, fence: number): Grant {
+export function grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): Grant {
   const grant: Grant = { key: request.key, owner: request.owner, token, fence };
   if (request.kind !== undefined) (grant as { kinded?: true }).kinded = true;
+  if (validUntil !== undefined) grant.validUntil = validUntil;
   return grant;
 }
+
+/** The local end of a lease of `ttlMs` the server started after `sentAt` (core's drift allowance). */
+export function validFrom(sentAt: number, ttlMs: number): number {
+  return sentAt + ttlMs - driftMs(ttlMs);
+}
+
+/** How long, and how many, grant messages for not-yet-registered waiters are kept. */
+const earlyKeepMs = 5_000;
+const earlyKeepMax = 10_000;
 
 /** The drift allowance core uses (1% + 2 ms, the Redlock spec's), so both bound a lease alike. */
 function driftMs(ms: number): number {
@@ -78,6 +88,11 @@ export class LeaseQueue {
   private ticking = false;
   private closed = false;
   private readonly leaving = new Set<Promise<unknown>>();
+  /**
+   * Grant messages for tokens not (yet) waiting: a grant can be sent as soon as the queueing call
+   * commits, before its reply has registered the waiter. Kept briefly for that waiter.
+   */
+  private readonly early = new Map<string, { payload: string; at: number }>();
 
   constructor(private readonly port: LeaseQueuePort) {
     this.heartbeatMs = Math.max(1, Math.floor(port.waiterLeaseMs / 3));
@@ -95,9 +110,9 @@ export class LeaseQueue {
     const token = randomToken();
     const sentAt = Date.now();
     const row = await this.port.attempt(request, token, true);
-    if (row.held) return this.grantOf(request, token, Number(row.fence));
+    if (row.held) return this.grantOf(request, token, Number(row.fence), validFrom(row.sentAt, request.ttlMs));
     request.onContended?.();
-    return this.waitForGrant(request, token, sentAt, row.remaining_ms, deadline, signal);
+    return this.waitForGrant(request, token, Math.max(sentAt, row.sentAt), row.remaining_ms, deadline, signal);
   }
 
   /** A confirmed extension to `ttlMs` sent at `sentAt`: a grant that carries its own bound moves it. */
@@ -128,9 +143,8 @@ export class LeaseQueue {
   }
 
   private grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): QueuedGrant {
-    const grant = grantOf(request, token, fence) as QueuedGrant & { ttlMs: number };
+    const grant = grantOf(request, token, fence, validUntil) as QueuedGrant & { ttlMs: number };
     grant.ttlMs = request.ttlMs;
-    if (validUntil !== undefined) grant.validUntil = validUntil;
     return grant;
   }
 
@@ -197,8 +211,8 @@ export class LeaseQueue {
         this.port.attempt(request, token, true).then(
           (row) => {
             checking = false;
-            if (row.held) waiter.grant(this.grantOf(request, token, Number(row.fence), checkedAt + request.ttlMs - driftMs(request.ttlMs)));
-            else waiter.stillWaiting(row.remaining_ms, checkedAt);
+            if (row.held) waiter.grant(this.grantOf(request, token, Number(row.fence), validFrom(row.sentAt, request.ttlMs)));
+            else waiter.stillWaiting(row.remaining_ms, Math.max(checkedAt, row.sentAt));
           },
           (error: unknown) => {
             checking = false;
@@ -217,6 +231,12 @@ export class LeaseQueue {
       const ready = this.port.listener.grantsReady();
       // Queued before our LISTEN was live: a grant may already have been sent unheard.
       if (ready !== true) void ready.then(() => waiter.recheck());
+      // Or it arrived before this waiter was registered (the grant follows the queueing call's commit).
+      const early = this.early.get(token);
+      if (early !== undefined) {
+        this.early.delete(token);
+        this.onGrantMessage(early.payload);
+      }
     });
   }
 
@@ -236,7 +256,11 @@ export class LeaseQueue {
   private onGrantMessage(payload: string): void {
     const [token, fenceText] = payload.split(' ');
     const waiter = this.waiters.get(token ?? '');
-    if (waiter === undefined || waiter.done) return;
+    if (waiter === undefined) {
+      this.keepEarly(token ?? '', payload);
+      return;
+    }
+    if (waiter.done) return;
     const { request } = waiter;
     // The grant started after waitingSeenAt and lasts min(ttl, the waiter deadline it had left),
     // and that deadline was at least waitingSeenAt + waiterLeaseMs.
@@ -269,6 +293,16 @@ export class LeaseQueue {
         waiter.stillWaiting(null, sentAt);
       },
     );
+  }
+
+  /** Keeps a message for a waiter about to register (bounded: old entries go first). */
+  private keepEarly(token: string, payload: string): void {
+    const now = Date.now();
+    for (const [key, entry] of this.early) {
+      if (now - entry.at < earlyKeepMs && this.early.size < earlyKeepMax) break;
+      this.early.delete(key);
+    }
+    this.early.set(token, { payload, at: now });
   }
 
   // ---- the tick: heartbeats of queued waiters and extensions of fresh grants ------------------

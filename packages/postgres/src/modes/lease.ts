@@ -4,7 +4,7 @@ import { electionSql, LeaseElection } from '../election.js';
 import { kindsSql } from '../kinds-sql.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
-import { grantOf, LeaseQueue } from './lease-queue.js';
+import { grantOf, LeaseQueue, validFrom } from './lease-queue.js';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
 export const leaseCapabilities: Capabilities = Object.freeze({
@@ -31,6 +31,12 @@ export interface AttemptRow {
   readonly held: boolean;
   readonly fence: string | null;
   readonly remaining_ms: number | null;
+  /**
+   * When the statement left on a connected session (after any connect, schema check and queueing
+   * here): the server's lease starts later, so a grant's lease is bounded from this, not from the
+   * call (a fresh session's connect and plpgsql compile must not eat a 300 ms lease).
+   */
+  sentAt: number;
 }
 
 /**
@@ -54,8 +60,8 @@ export class LeaseMode implements PostgresLockMode {
     const { options, statements } = context;
     this.sql = leaseSql(options.table, options.schema);
     this.kinds = kindsSql(options.table, options.schema);
-    statements.requireSchema(this.sql.schema);
-    statements.requireSchema(this.kinds.schema);
+    statements.requireSchema(this.sql.schema, this.sql.probe);
+    statements.requireSchema(this.kinds.schema, this.kinds.probe);
     this.election = new LeaseElection({
       sql: electionSql(options.table, options.schema),
       query: async <R extends Record<string, unknown>>(action: string, key: string, text: string, params: readonly unknown[]) =>
@@ -94,7 +100,7 @@ export class LeaseMode implements PostgresLockMode {
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomToken();
     const row = await this.attempt(request, token, false);
-    if (row.held) return { acquired: true, grant: grantOf(request, token, Number(row.fence)) };
+    if (row.held) return { acquired: true, grant: grantOf(request, token, Number(row.fence), validFrom(row.sentAt, request.ttlMs)) };
     return row.remaining_ms === null ? { acquired: false } : { acquired: false, retryAfterMs: Math.max(0, row.remaining_ms) };
   }
 
@@ -175,17 +181,27 @@ export class LeaseMode implements PostgresLockMode {
               waiterLeaseMs,
             ],
           ];
-    const result = await this.context.statements.query<AttemptRow>(
+    let sentAt = Date.now();
+    const result = await this.context.statements.run(
       'acquire',
       request.key,
-      text,
-      params,
+      async (pool) => {
+        const client = await pool.connect();
+        try {
+          sentAt = Date.now();
+          return await client.query<AttemptRow>(text, params);
+        } finally {
+          client.release();
+        }
+      },
       // Given up on: leave, which removes a queue entry and passes on a grant this attempt got, so
       // no lease or entry is left for its whole lifetime (issue 14). By its random token: always safe.
       () => this.leave(request, token),
       request.ttlMs,
     );
-    return result.rows[0] ?? { held: false, fence: null, remaining_ms: null };
+    const row = result.rows[0] ?? { held: false, fence: null, remaining_ms: null, sentAt };
+    row.sentAt = sentAt;
+    return row;
   }
 
   private async leave(request: AcquireRequest, token: string): Promise<void> {
