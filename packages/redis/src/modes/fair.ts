@@ -87,6 +87,13 @@ export class FairMode implements LockMode {
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly grants: GrantChannel;
   private readonly waiters = new Map<string, Waiter>();
+  /**
+   * Tokens whose queueing script is in flight, with the fence of a grant message that arrived before
+   * the script's reply (the subscriber socket can be read first in the same poll): kept for the
+   * waiter, which would otherwise learn of its grant only at its next re-check (the holder's pttl
+   * or a heartbeat later). Same as fair-kinds.ts.
+   */
+  private readonly inFlight = new Map<string, number | undefined>();
   /** Grants that arrived by message with the short claim; extended to their ttl at the next tick. */
   private readonly unextended = new Set<FairGrant>();
   private readonly heartbeatMs: number;
@@ -114,12 +121,17 @@ export class FairMode implements LockMode {
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     const token = this.newToken(request.ttlMs);
     const sentAt = Date.now();
+    this.inFlight.set(token, undefined);
     const [held, value] = await this.attempt(request, token, '1').catch((error: unknown) => {
+      this.inFlight.delete(token);
       // No answer (a frozen server runs it when it wakes): leave, so the entry or grant is not orphaned (issue 14).
       void this.undoAcquire(request, token).catch(() => undefined);
       throw error;
     });
-    if (held === 1) return this.grantOf(request, token, value);
+    if (held === 1) {
+      this.inFlight.delete(token);
+      return this.grantOf(request, token, value);
+    }
     request.onContended?.();
     return this.waitForGrant(request, token, sentAt, value, deadline, signal);
   }
@@ -304,10 +316,14 @@ export class FairMode implements LockMode {
         onTimer();
       };
       this.waiters.set(token, waiter);
+      const early = this.inFlight.get(token);
+      this.inFlight.delete(token);
       if (signal.aborted || this.closed) return leave();
       signal.addEventListener('abort', onAbort, { once: true });
       this.startTicking();
       waiter.stillWaiting(pttl, sentAt);
+      // A grant message that beat the queueing script's reply: take it now.
+      if (early !== undefined) this.onGrantMessage(token, early);
       const ready = this.grants.ready(this.channelPrefix(request.key) + this.clientId);
       // Queued before our subscription was live: a grant may already have been sent unheard.
       if (ready !== true) void ready.then(recheckNow);
@@ -333,6 +349,10 @@ export class FairMode implements LockMode {
 
   private onGrantMessage(token: string, fence: number): void {
     const waiter = this.waiters.get(token);
+    if (waiter === undefined && this.inFlight.has(token)) {
+      this.inFlight.set(token, fence);
+      return;
+    }
     if (waiter === undefined || waiter.done) return;
     const { request } = waiter;
     // The grant started after waitingSeenAt and lasts min(ttl, the waiter deadline it had left),
