@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
+import { startProxy, startZooKeeper, type ServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 import { createLockClient, type Election, type LockClient, type Term } from '@deadbolt/core';
 import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
-import { startProxy, type Proxy as TcpProxy } from './proxy.js';
 import { children, connectStringOf, rawClient, removeNode, stat } from './support.js';
 
 let server: ServerHandle;

@@ -1,10 +1,9 @@
-import { exchange, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
+import { exchange, startProxy, startZooKeeper, type ServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
 import { type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
-import { startProxy, type Proxy as TcpProxy } from './proxy.js';
 import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request, stat } from './support.js';
 
 let server: ServerHandle;
@@ -292,7 +291,7 @@ describe('zookeeper silent partition (no RST, no FIN: node-zookeeper-client neve
       return grant;
     });
     const stalledAt = Date.now();
-    proxy.stall();
+    proxy.partition(); // never healed
     const lost = await held.lostOnce;
     const lostAt = Date.now();
     expect(lost.cause.message).toMatch(/no answer from ZooKeeper/);

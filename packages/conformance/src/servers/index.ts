@@ -35,6 +35,7 @@ export {
   zooKeeperSrvr,
 } from './probes.js';
 export { freePort } from './ports.js';
+export { startProxy, type TcpProxy } from './tcp-proxy.js';
 export {
   memcachedCommandCount,
   postgresStatementCount,

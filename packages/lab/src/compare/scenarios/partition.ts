@@ -1,4 +1,4 @@
-import { startProxy, type TcpProxy } from '../proxy.js';
+import { startProxy, type TcpProxy } from '@deadbolt/conformance/servers';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario, type ScenarioResult } from '../scenario-kit.js';

@@ -1,8 +1,7 @@
-import { startProxy, type TcpProxy } from '../proxy.js';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
-import type { RedisPrimaryReplica } from '@deadbolt/conformance/servers';
+import { startProxy, type RedisPrimaryReplica, type TcpProxy } from '@deadbolt/conformance/servers';
 
 /**
  * Failover of a primary whose replica had not yet received the lock (Redis replication is

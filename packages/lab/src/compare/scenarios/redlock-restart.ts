@@ -1,8 +1,7 @@
-import { startProxy, type TcpProxy } from '../proxy.js';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { forEachRow, row, servers, type Scenario } from '../scenario-kit.js';
-import type { ServerHandle } from '@deadbolt/conformance/servers';
+import { startProxy, type ServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 
 /**
  * Kleppmann's RedLock counter-example ("How to do distributed locking", 2016): five independent

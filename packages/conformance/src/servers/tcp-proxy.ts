@@ -1,7 +1,7 @@
 /**
- * An in-process TCP proxy the compare harness puts between one client and one server, so a
- * scenario can cut that link alone (a network partition) or point it somewhere else (a failover
- * behind a virtual IP), while every other client keeps its direct connection.
+ * An in-process TCP proxy a test or the compare harness puts between one client and one server, so
+ * it can cut that link alone (a network partition, or a refused link) or point it somewhere else (a
+ * failover behind a virtual IP), while every other client keeps its direct connection.
  *
  * A partition must look to both ends like a real one: bytes are neither delivered nor refused,
  * and nobody is told. So partition() pauses every socket (the kernel buffers what was sent, as
@@ -22,7 +22,12 @@ export interface TcpProxy {
   retarget(host: string, port: number): void;
   /** Stops forwarding in both directions on existing and new connections, silently. */
   partition(): void;
-  /** Forwards again: what was sent meanwhile is delivered, deferred closes happen. */
+  /**
+   * Drops every connection (both ends closed, as a reset would) and refuses new ones until heal():
+   * a client cut off for certain, that sees its connections die and cannot come back.
+   */
+  cut(): void;
+  /** Forwards (and accepts) again: what was sent meanwhile is delivered, deferred closes happen. */
   heal(): void;
   readonly partitioned: boolean;
   /** Open client-side connections (for tests that check nothing leaks). */
@@ -43,6 +48,7 @@ interface Link {
 export async function startProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   let target = { host: targetHost, port: targetPort };
   let partitioned = false;
+  let refusing = false;
   let closing: Promise<void> | undefined;
   const links = new Set<Link>();
   /** Work that would tell one end about the other (closes, upstream connects): waits for heal. */
@@ -103,6 +109,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   };
 
   const server: Server = createServer({ pauseOnConnect: true }, (client) => {
+    if (refusing) return void client.destroy();
     client.setNoDelay(true);
     const link: Link = { client, upstream: undefined, held: [], closed: false };
     links.add(link);
@@ -149,7 +156,12 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
         link.upstream?.pause();
       }
     },
+    cut() {
+      refusing = true;
+      for (const link of [...links]) drop(link);
+    },
     heal() {
+      refusing = false;
       if (!partitioned) return;
       partitioned = false;
       for (const link of links) {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startProxy, type TcpProxy } from '../src/compare/proxy.js';
+import { startProxy, type TcpProxy } from '../src/servers/tcp-proxy.js';
 
 /** An echo server that tags its replies, so a test can tell which server answered. */
 async function echoServer(tag: string): Promise<{ server: Server; port: number; sockets: Set<Socket>; close(): Promise<void> }> {
@@ -73,7 +73,7 @@ async function setup(): Promise<{ a: Awaited<ReturnType<typeof echoServer>>; pro
   return { a, proxy };
 }
 
-describe('compare TCP proxy', () => {
+describe('TCP proxy (compare scenarios and session-kill tests)', () => {
   it('forwards both ways and rewrites a URL to itself', async () => {
     const { a, proxy } = await setup();
     const c = await connect(proxy.port);
@@ -114,6 +114,27 @@ describe('compare TCP proxy', () => {
     expect(early).toBe(false);
     proxy.heal();
     await closed;
+  });
+
+  it('cut closes every connection and refuses new ones until heal', async () => {
+    const { a, proxy } = await setup();
+    const c = await connect(proxy.port);
+    c.socket.write('k');
+    expect(await c.waitFor('A:k', 5000)).toBe(true);
+    const clientClosed = once(c.socket, 'close');
+    const upstreamClosed = Promise.all([...a.sockets].map((s) => once(s, 'close')));
+    proxy.cut();
+    await Promise.all([clientClosed, upstreamClosed]);
+    // Accepted by the kernel, then closed at once without a byte forwarded.
+    const refused = createConnection({ host: '127.0.0.1', port: proxy.port });
+    refused.on('error', () => undefined);
+    await once(refused, 'close');
+    expect(a.sockets.size).toBe(0);
+    proxy.heal();
+    const again = await connect(proxy.port);
+    again.socket.write('m');
+    expect(await again.waitFor('A:m', 5000)).toBe(true);
+    again.socket.destroy();
   });
 
   it('retarget drops existing connections and sends new ones to the new target', async () => {
