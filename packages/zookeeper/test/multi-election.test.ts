@@ -4,8 +4,8 @@ import { createLockClient, type Election, type LockClient, type Term } from '@de
 import zookeeper from 'node-zookeeper-client';
 import type { Client } from 'node-zookeeper-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
-import { children, connectStringOf, rawClient, removeNode, stat } from './support.js';
+import { createZooKeeperBackend } from '../src/index.js';
+import { children, connectStringOf, rawClient, removeNode, stat, killSession } from './support.js';
 
 let server: ServerHandle;
 let raw: Awaited<ReturnType<typeof rawClient>>;
@@ -164,7 +164,7 @@ describe('zookeeper election: Curator LeaderLatch and LeaderSelector layouts', (
     const queued = contended(follower);
     const next = follower.elect('killed', { id: 'b' })[Symbol.asyncIterator]().next();
     await queued;
-    await killSession(backend, proxy);
+    await killSession(backend, proxy, server.url);
     const second = await next;
     await lost;
     expect(first.signal.aborted).toBe(true);
@@ -172,22 +172,3 @@ describe('zookeeper election: Curator LeaderLatch and LeaderSelector layouts', (
     expect(second.value!.term).toBeGreaterThan(first.term);
   });
 });
-
-/** Curator's old KillSession: a second client on the victim's session id and password, closed, while the victim is cut off. */
-async function killSession(target: ZooKeeperBackend, proxy: TcpProxy): Promise<void> {
-  const credentials = target.sessionCredentials()!;
-  proxy.cut();
-  const killer = zookeeper.createClient(connectStringOf(server.url), { sessionTimeout: 4000 });
-  const manager = (killer as unknown as { connectionManager: { sessionId: Buffer; sessionPassword: Buffer } }).connectionManager;
-  manager.sessionId = credentials.sessionId;
-  manager.sessionPassword = credentials.password;
-  await new Promise<void>((resolve) => {
-    killer.once('connected', () => resolve());
-    killer.connect();
-  });
-  await new Promise<void>((resolve) => {
-    killer.once('disconnected', () => resolve());
-    killer.close();
-  });
-  proxy.heal();
-}

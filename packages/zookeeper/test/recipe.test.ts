@@ -4,7 +4,7 @@ import { type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
-import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request, stat } from './support.js';
+import { children, connectStringOf, counter, createNode, exists, rawClient, removeNode, request, stat, killSession } from './support.js';
 
 let server: ServerHandle;
 let raw: Awaited<ReturnType<typeof rawClient>>;
@@ -223,29 +223,6 @@ describe('zookeeper lock recipe (standalone server)', () => {
   });
 });
 
-/**
- * Ends a backend's session for real, the way Curator's old KillSession did: a second client on the
- * same session id and password, closed. The victim talks through a proxy that is cut meanwhile, so
- * it cannot take its session back before the close lands; once healed, it reconnects and hears EXPIRED.
- */
-async function killSession(target: ZooKeeperBackend, proxy: TcpProxy): Promise<void> {
-  const credentials = target.sessionCredentials()!;
-  proxy.cut();
-  const killer = zookeeper.createClient(connectStringOf(server.url), { sessionTimeout: 4000 });
-  const manager = (killer as unknown as { connectionManager: { sessionId: Buffer; sessionPassword: Buffer } }).connectionManager;
-  manager.sessionId = credentials.sessionId;
-  manager.sessionPassword = credentials.password;
-  await new Promise<void>((resolve) => {
-    killer.once('connected', () => resolve());
-    killer.connect();
-  });
-  await new Promise<void>((resolve) => {
-    killer.once('disconnected', () => resolve());
-    killer.close();
-  });
-  proxy.heal();
-}
-
 /** A backend whose connection goes through a proxy (to be cut by killSession). */
 async function proxiedBackend(
   hooks?: Parameters<typeof createZooKeeperBackend>[1],
@@ -313,7 +290,7 @@ describe('zookeeper session expiry', () => {
     const waiting = waiterBackend.acquire(request('expiry-waiter', 'waiter'), Date.now() + 60_000, new AbortController().signal);
     await queued.done;
     const killedAt = Date.now();
-    await killSession(waiterBackend, proxy);
+    await killSession(waiterBackend, proxy, server.url);
     await expect(waiting).rejects.toBeInstanceOf(BackendUnavailableError);
     expect(Date.now() - killedAt).toBeLessThan(10_000);
     expect(await children(raw, `${base}/expiry-waiter`)).toHaveLength(1);
@@ -326,7 +303,7 @@ describe('zookeeper session expiry', () => {
     const second = request('expiry-b', 'owner-2');
     expect((await holderBackend.tryAcquire(first)).acquired).toBe(true);
     expect((await holderBackend.tryAcquire(second)).acquired).toBe(true);
-    await killSession(holderBackend, proxy);
+    await killSession(holderBackend, proxy, server.url);
     const [lostA, lostB] = await Promise.all([first.lostOnce, second.lostOnce]);
     expect(lostA.cause.message).toMatch(/the ZooKeeper session expired/);
     expect(lostB.grant.key).toBe('expiry-b');

@@ -1,6 +1,8 @@
+import type { TcpProxy } from '@deadbolt/conformance/servers';
 import type { AcquireRequest, Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Stat } from 'node-zookeeper-client';
+import type { ZooKeeperBackend } from '../src/index.js';
 
 export interface LostReport {
   readonly grant: Grant;
@@ -98,4 +100,27 @@ export function counter(count: number): { hit(): void; readonly done: Promise<vo
     done,
     seen: () => seen,
   };
+}
+
+/**
+ * Ends a backend's session for real, the way Curator's old KillSession did: a second client on the
+ * same session id and password, closed. The victim talks through `proxy`, cut meanwhile, so it
+ * cannot take its session back before the close lands; once healed, it reconnects and hears EXPIRED.
+ */
+export async function killSession(target: ZooKeeperBackend, proxy: TcpProxy, serverUrl: string): Promise<void> {
+  const credentials = target.sessionCredentials()!;
+  proxy.cut();
+  const killer = zookeeper.createClient(connectStringOf(serverUrl), { sessionTimeout: 4000 });
+  const manager = (killer as unknown as { connectionManager: { sessionId: Buffer; sessionPassword: Buffer } }).connectionManager;
+  manager.sessionId = credentials.sessionId;
+  manager.sessionPassword = credentials.password;
+  await new Promise<void>((resolve) => {
+    killer.once('connected', () => resolve());
+    killer.connect();
+  });
+  await new Promise<void>((resolve) => {
+    killer.once('disconnected', () => resolve());
+    killer.close();
+  });
+  proxy.heal();
 }
