@@ -1,23 +1,11 @@
-import type { RunContext, RunSpec } from '../run.js';
+import { pauseFirstHolder } from '../pause.js';
+import type { RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
-import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
+import { forEachRow, row, servers, type Scenario } from '../scenario-kit.js';
 import { targets, type Target, type TargetName } from '../targets.js';
 
-/**
- * SIGSTOP the child client c0 inside its first critical section (after its lock check, before its
- * write), for three ttls, then SIGCONT: Kleppmann's GC pause. With othersStartAfterFirstHold the
- * nemesis is called as c0 enters that hold (it works for holdMs before writing), so the pause
- * always lands inside it and the run is the same every time.
- */
-async function pauseFirstHold(ctx: RunContext, ttlMs: number): Promise<void> {
-  const child = ctx.children[0];
-  if (!child) throw new Error('client-pause needs a child-process client');
-  await ctx.fault(`c0 paused (SIGSTOP) ${(ttlMs * 3) / 1000} s`, async () => {
-    child.kill('SIGSTOP');
-    await sleep(ttlMs * 3);
-    child.kill('SIGCONT');
-  });
-}
+// The pause (pause.ts) is called as c0 enters its first hold (othersStartAfterFirstHold; it works
+// for holdMs before writing), so it always lands inside that hold and the run is the same every time.
 
 const rows: TargetName[] = [
   'redis/setnx',
@@ -41,7 +29,7 @@ async function runTarget(t: Target, quick: boolean): Promise<ReturnType<typeof r
       holdMs: 300,
       othersStartAfterFirstHold: true,
     };
-    const history = await runWorkload(spec, (ctx) => pauseFirstHold(ctx, t.ttlMs));
+    const history = await runWorkload(spec, (ctx) => pauseFirstHolder(ctx, `c0 paused (SIGSTOP) ${(t.ttlMs * 3) / 1000} s`, t.ttlMs * 3));
     if (t.sessionBound) {
       return row(
         t.backend,

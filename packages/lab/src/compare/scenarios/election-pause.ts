@@ -1,24 +1,8 @@
-import type { RunContext, RunSpec } from '../run.js';
+import { pauseFirstHolder } from '../pause.js';
+import type { RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
-import { forEachRow, requireCapability, row, servers, sleep, type Scenario } from '../scenario-kit.js';
+import { forEachRow, requireCapability, row, servers, type Scenario } from '../scenario-kit.js';
 import { targetCatalogue } from '../targets.js';
-
-/**
- * client-pause for leader election: the first leader's process is frozen (SIGSTOP) inside its term,
- * after its check and before its write, for three ttls (sessions, on ZooKeeper). Its term's lease
- * runs out, another participant is elected, and when the old leader wakes it still believes it
- * leads and writes. Two leaders at once, on every backend (a term is a lease); the term, used as a
- * fencing token, is what lets the resource refuse the old leader's write.
- */
-async function pauseFirstTerm(ctx: RunContext, ttlMs: number): Promise<void> {
-  const child = ctx.children[0];
-  if (!child) throw new Error('election-pause needs a child-process participant');
-  await ctx.fault(`leader c0 paused (SIGSTOP) ${(ttlMs * 3) / 1000} s`, async () => {
-    child.kill('SIGSTOP');
-    await sleep(ttlMs * 3);
-    child.kill('SIGCONT');
-  });
-}
 
 /** The lock targets whose backends may offer elections; a row without them is skipped, said why. */
 const rows = [
@@ -29,6 +13,13 @@ const rows = [
   { ...targetCatalogue['postgres/advisory'], mode: 'advisory election' },
 ] as const;
 
+/**
+ * client-pause for leader election: the first leader's process is frozen (SIGSTOP) inside its term,
+ * after its check and before its write, for three ttls (sessions, on ZooKeeper). Its term's lease
+ * runs out, another participant is elected, and when the old leader wakes it still believes it
+ * leads and writes. Two leaders at once, on every backend (a term is a lease); the term, used as a
+ * fencing token, is what lets the resource refuse the old leader's write.
+ */
 export const electionPause: Scenario = {
   name: 'election-pause',
   description:
@@ -50,7 +41,9 @@ export const electionPause: Scenario = {
           othersStartAfterFirstHold: true,
           perClient: () => ({ primitive: { kind: 'election' } }),
         };
-        const history = await runWorkload(spec, (ctx) => pauseFirstTerm(ctx, t.ttlMs));
+        const history = await runWorkload(spec, (ctx) =>
+          pauseFirstHolder(ctx, `leader c0 paused (SIGSTOP) ${(t.ttlMs * 3) / 1000} s`, t.ttlMs * 3),
+        );
         return row(
           t.backend,
           t.mode,
