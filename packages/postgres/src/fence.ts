@@ -35,6 +35,10 @@ export interface FenceNames {
   readonly sequence: string;
   /** Advisory elections: who leads each key, created on the first election (advisory-election.ts). */
   readonly leaders: string;
+  /** Advisory semaphores: each one's permits while in use, created on the first semaphore (advisory-permits.ts). */
+  readonly permits: string;
+  /** ... and the function a permit is released with. */
+  readonly permitRelease: string;
 }
 
 /** Quoted identifiers derived from the validated fence table name (at most 63 bytes each). */
@@ -46,6 +50,8 @@ export function fenceNames(fenceTable: string, schema?: string): FenceNames & { 
     live: `${qualifier}"${base}_live"`,
     sequence: `${qualifier}"${base}_seq"`,
     leaders: `${qualifier}"${base}_leaders"`,
+    permits: `${qualifier}"${base}_permits"`,
+    permitRelease: `${qualifier}"${fenceTable.slice(0, 44)}_permit_release_v1"`,
     ...(schema === undefined ? {} : { schema }),
   };
 }

@@ -17,12 +17,13 @@ export function kindsSql(table: string, schema?: string) {
   const G = `${qualifier}"${table.slice(0, 57)}_kinds"`;
   const H = `${qualifier}"${table.slice(0, 55)}_holders"`;
   const KW = `${qualifier}"${table.slice(0, 54)}_kwaiters"`;
-  const fn = (name: string): string => `${qualifier}"${table.slice(0, 44)}_${name}_v1"`;
+  const fn = (name: string, version = 1): string => `${qualifier}"${table.slice(0, 44)}_${name}_v${version}"`;
+  // kacquire v2 records and checks a semaphore's permits (it answers one more column); v1 callers keep theirs.
   const [krow, kfits, kgrant, kacquire, krelease, kleave] = [
     fn('krow'),
     fn('kfits'),
     fn('kgrant'),
-    fn('kacquire'),
+    fn('kacquire', 2),
     fn('krelease'),
     fn('kleave'),
   ];
@@ -83,16 +84,60 @@ BEGIN
 END $fn$`,
     ],
     [
+      krelease,
+      '(text, text)',
+      `CREATE FUNCTION ${krelease}(k text, tok text) RETURNS boolean LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE was_live boolean;
+BEGIN
+  PERFORM ${krow}(k);
+  DELETE FROM ${H} WHERE token = tok AND key = k RETURNING expires_at >= now() INTO was_live;
+  ${tidy}
+  RETURN coalesce(was_live, false);
+END $fn$`,
+    ],
+    [
+      kleave,
+      '(text, text)',
+      `CREATE FUNCTION ${kleave}(k text, tok text) RETURNS void LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+BEGIN
+  PERFORM ${krow}(k);
+  DELETE FROM ${KW} WHERE token = tok;
+  DELETE FROM ${H} WHERE token = tok AND key = k; -- a grant that raced the give-up: passed on below
+  ${tidy}
+END $fn$`,
+    ],
+    [
       kacquire,
       '(text, text, text, integer, text, float8, boolean, text, float8)',
       `CREATE FUNCTION ${kacquire}(k text, tok text, want text, want_permits integer, downgrade_of text, ttl float8,
-  do_join boolean, chan text, lease float8, OUT held boolean, OUT fence bigint, OUT remaining_ms float8) LANGUAGE plpgsql AS $fn$
+  do_join boolean, chan text, lease float8, OUT held boolean, OUT fence bigint, OUT remaining_ms float8,
+  OUT recorded_permits integer) LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 BEGIN
   held := false;
   PERFORM ${krow}(k);
   DELETE FROM ${H} WHERE key = k AND expires_at < clock_timestamp();
   PERFORM ${kgrant}(k);
+  IF want = 'permit' THEN
+    -- The semaphore's size lives in its kinds row, under that row's lock, while anyone holds or waits
+    -- (the row goes with the last of them; a record nobody else holds or waits under is stale and
+    -- replaced). Another size while others hold or wait: refused, nothing taken or queued.
+    SELECT g.permits INTO recorded_permits FROM ${G} g WHERE g.key = k;
+    IF recorded_permits IS DISTINCT FROM want_permits THEN
+      IF recorded_permits IS NULL OR (NOT EXISTS (SELECT 1 FROM ${H} WHERE key = k AND token <> tok)
+          AND NOT EXISTS (SELECT 1 FROM ${KW} WHERE key = k AND token <> tok)) THEN
+        UPDATE ${G} SET permits = want_permits WHERE key = k;
+      ELSE
+        DELETE FROM ${KW} WHERE token = tok;
+        PERFORM ${kgrant}(k);
+        fence := NULL;
+        RETURN;
+      END IF;
+    END IF;
+    recorded_permits := NULL;
+  END IF;
   UPDATE ${H} SET expires_at = now() + ttl * interval '1 millisecond' WHERE token = tok AND key = k RETURNING ${H}.fence INTO fence;
   IF FOUND THEN
     -- Granted to us (now, or earlier by a release whose message we have not seen): extended to the ttl.
@@ -119,45 +164,25 @@ BEGIN
   END IF;
 END $fn$`,
     ],
-    [
-      krelease,
-      '(text, text)',
-      `CREATE FUNCTION ${krelease}(k text, tok text) RETURNS boolean LANGUAGE plpgsql AS $fn$
-#variable_conflict use_column
-DECLARE was_live boolean;
-BEGIN
-  PERFORM ${krow}(k);
-  DELETE FROM ${H} WHERE token = tok AND key = k RETURNING expires_at >= now() INTO was_live;
-  ${tidy}
-  RETURN coalesce(was_live, false);
-END $fn$`,
-    ],
-    [
-      kleave,
-      '(text, text)',
-      `CREATE FUNCTION ${kleave}(k text, tok text) RETURNS void LANGUAGE plpgsql AS $fn$
-#variable_conflict use_column
-BEGIN
-  PERFORM ${krow}(k);
-  DELETE FROM ${KW} WHERE token = tok;
-  DELETE FROM ${H} WHERE token = tok AND key = k; -- a grant that raced the give-up: passed on below
-  ${tidy}
-END $fn$`,
-    ],
   ];
   return {
     schema: [
       `CREATE TABLE IF NOT EXISTS ${G} (key text PRIMARY KEY)`,
+      // A semaphore's permits (kacquire v2); added to tables made before it.
+      `ALTER TABLE ${G} ADD COLUMN IF NOT EXISTS permits integer`,
       `CREATE TABLE IF NOT EXISTS ${H} (token text PRIMARY KEY, key text NOT NULL, kind text NOT NULL, fence bigint NOT NULL, expires_at timestamptz NOT NULL)`,
       `CREATE INDEX IF NOT EXISTS "${table.slice(0, 52)}_holders_k" ON ${H} (key)`,
       `CREATE TABLE IF NOT EXISTS ${KW} (token text PRIMARY KEY, key text NOT NULL, seq bigint NOT NULL, kind text NOT NULL, permits integer NOT NULL, channel text NOT NULL, ttl_ms float8 NOT NULL, deadline timestamptz NOT NULL)`,
       `CREATE INDEX IF NOT EXISTS "${table.slice(0, 51)}_kwaiters_q" ON ${KW} (key, seq)`,
       ...functions.map(([name, args, body]) => createOnce(name, args, body)),
     ],
-    /** The last function the schema creates: once it exists, the whole schema does. */
-    probe: `${kleave}(text, text)`,
-    /** $1 key, $2 token, $3 kind, $4 permits, $5 the write token a read downgrades, $6 ttl, $7 join, $8 channel, $9 waiter lease. */
-    acquire: `SELECT held, fence::text AS fence, remaining_ms FROM ${kacquire}($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    /** The last function the schema creates: once it exists, the whole schema does (the permits column too). */
+    probe: `${kacquire}(text, text, text, integer, text, float8, boolean, text, float8)`,
+    /**
+     * $1 key, $2 token, $3 kind, $4 permits, $5 the write token a read downgrades, $6 ttl, $7 join, $8
+     * channel, $9 waiter lease. recorded_permits: set only when the semaphore is in use with another size.
+     */
+    acquire: `SELECT held, fence::text AS fence, remaining_ms, recorded_permits FROM ${kacquire}($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     release: `SELECT ${krelease}($1, $2) AS live`,
     leave: `SELECT ${kleave}($1, $2)`,
   };

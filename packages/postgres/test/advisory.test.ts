@@ -259,3 +259,31 @@ describe('postgres:advisory', () => {
     }
   });
 });
+
+describe('postgres:advisory semaphore permits record', () => {
+  const permitRequest = (key: string, permits: number): AcquireRequest => ({ ...request(key), kind: { type: 'permit', permits } });
+  const recorded = async (key: string): Promise<number | undefined> =>
+    (await admin.query<{ permits: number }>('SELECT permits FROM deadbolt_fences_permits WHERE key = $1', [key])).rows[0]?.permits;
+
+  it('the last release clears it; a crashed holder leaves a stale record that the next size replaces', async () => {
+    const [a, b] = [backend(), backend()];
+    try {
+      const first = await a.acquire!(permitRequest('sem:record', 3), Date.now() + 2_000, new AbortController().signal);
+      expect(first).toBeDefined();
+      expect(await recorded('sem:record')).toBe(3);
+      await a.release(first!);
+      expect(await recorded('sem:record')).toBeUndefined();
+      // A holder whose sessions end without a release (a crash): its record outlives it, unused.
+      await b.acquire!(permitRequest('sem:record', 3), Date.now() + 2_000, new AbortController().signal);
+      await b.close();
+      expect(await recorded('sem:record')).toBe(3);
+      const other = await a.tryAcquire(permitRequest('sem:record', 5));
+      expect(other.acquired).toBe(true);
+      expect(await recorded('sem:record')).toBe(5);
+      await expect(a.tryAcquire(permitRequest('sem:record', 4))).rejects.toBeInstanceOf(InvalidArgumentError);
+      if (other.acquired) await a.release(other.grant);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});

@@ -67,6 +67,8 @@ describeLockConformance<PostgresServerHandle>({
   faults,
   // A waiter in the server's queue holds a session of its own.
   manyWaiters: 40,
+  // Recorded inside the semaphore's gate (advisory-permits.ts).
+  permitsRecorded: true,
   credentials: (server, config) => credentials(server, config, 'advisory'),
   commandCount: (server) => statementCount(server!),
 });
@@ -105,6 +107,8 @@ describeLockConformance<PostgresServerHandle>({
   // with the old and the new SQL alike (a same-run script: 3,000 locks 29 s old, 31 s new) and
   // reached the 60 s case timeout once. 5,000 prove the same hygiene; the bench's scale row holds 10,000.
   scaleLocks: 5_000,
+  // Recorded in the semaphore's kinds row (kinds-sql.ts).
+  permitsRecorded: true,
   faults,
   credentials: (server, config) => credentials(server, config, 'lease'),
   commandCount: (server) => statementCount(server!),

@@ -36,6 +36,8 @@ interface Hold {
   readonly request: AcquireRequest;
   readonly connection: Connection;
   grant: Grant | undefined;
+  /** The statement that lets go of it, when not the plain unlock of `id` (a permit: advisory-permits.ts). */
+  readonly unlock?: { readonly text: string; readonly values: readonly unknown[] };
 }
 
 /** A read-write grant of this module (the mutex's grants carry no `rw`). */
@@ -133,7 +135,14 @@ export class AdvisoryReadWrite {
   }
 
   /** Records a granted hold on `connection`; `counter` is the fence counter taken with it. */
-  protected adopt(request: AcquireRequest, mode: Mode, id: string, connection: Connection, counter: string): Grant {
+  protected adopt(
+    request: AcquireRequest,
+    mode: Mode,
+    id: string,
+    connection: Connection,
+    counter: string,
+    unlock?: Hold['unlock'],
+  ): Grant {
     const fence = fenceOf(connection.epoch, counter);
     const grant: ReadWriteGrant = {
       key: request.key,
@@ -142,7 +151,7 @@ export class AdvisoryReadWrite {
       ...(fence === undefined ? {} : { fence }),
       rw: mode,
     };
-    this.holds.set(grant.token, { id, mode, request, connection, grant });
+    this.holds.set(grant.token, { id, mode, request, connection, grant, ...(unlock === undefined ? {} : { unlock }) });
     connection.holds.add(grant.token);
     return grant;
   }
@@ -168,7 +177,8 @@ export class AdvisoryReadWrite {
     if (connection.ended) return false;
     try {
       const fn = hold.mode === 'read' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock';
-      const result = await connection.client.query<{ ok: boolean }>(`SELECT ${fn}($1::bigint) AS ok`, [hold.id]);
+      const { text, values } = hold.unlock ?? { text: `SELECT ${fn}($1::bigint) AS ok`, values: [hold.id] };
+      const result = await connection.client.query<{ ok: boolean }>(text, [...values]);
       const ok = result.rows[0]?.ok === true;
       // Reused only when the unlock is confirmed: a session that might still hold the lock would
       // grant it again to its next user (a session never conflicts with itself). Else it ends.

@@ -1,6 +1,8 @@
-import { BackendUnavailableError, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, InvalidArgumentError, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
 import { endClient } from '../connect.js';
 import { advisoryLockId } from '../key-hash.js';
+import { schemaOnce } from '../schema-once.js';
+import { advisoryPermitsSql, checkPermits } from './advisory-permits.js';
 import { AdvisoryReadWrite, type Connection } from './advisory-rw.js';
 
 /**
@@ -13,11 +15,18 @@ import { AdvisoryReadWrite, type Connection } from './advisory-rw.js';
  * every slot taken it polls the slots, still inside the gate, so one freed slot goes to exactly
  * one waiter, the first in line. The slot is held on a session of its own, which ends with the
  * permit: a crashed holder's session, and with it its slot, is freed by the server at once.
+ * Inside the gate the acquirer also checks the semaphore's recorded `permits` (advisory-permits.ts).
  */
 const pollMs = { first: 5, max: 100 } as const;
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
 export class AdvisoryKinds extends AdvisoryReadWrite {
+  /** The permits statements (the package's mutant tests swap in broken ones). */
+  permitsSql = advisoryPermitsSql(this.names);
+  private readonly ensurePermitsTable = schemaOnce(async (connection: Connection) => {
+    for (const statement of this.permitsSql.schema) await connection.client.query(statement);
+  });
+
   async acquirePermit(
     request: AcquireRequest,
     permits: number,
@@ -32,9 +41,9 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         cause: new Error('the backend is closed'),
       });
     const gate = advisoryLockId(`${request.key}\u0000gate`, this.options.namespace).toString();
-    const slots = Array.from({ length: permits }, (_, slot) =>
-      advisoryLockId(`${request.key}\u0000slot:${slot}`, this.options.namespace).toString(),
-    );
+    const slotIdsOf = (size: number): string[] =>
+      Array.from({ length: size }, (_, slot) => advisoryLockId(`${request.key}\u0000slot:${slot}`, this.options.namespace).toString());
+    const slots = slotIdsOf(permits);
     const connection = await this.connect(request.key);
     const onAbort = (): void => void endClient(connection.client, 100);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -44,6 +53,8 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         this.park(connection); // the gate was busy and nothing was taken
         return undefined;
       }
+      await this.ensurePermitsTable(connection);
+      await checkPermits(connection.client, this.permitsSql, { key: request.key, gate, permits, backend: this.backendName }, slotIdsOf);
       for (let attempt = 0; ; attempt += 1) {
         for (const slot of slots) {
           const result = await connection.client.query<{ counter: string | null }>(
@@ -59,7 +70,7 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
               this.dropIfIdle(connection);
               return undefined;
             }
-            return this.adopt(request, 'permit', slot, connection, counter);
+            return this.adopt(request, 'permit', slot, connection, counter, { text: this.permitsSql.release, values: [gate, slot, slots] });
           }
         }
         if (attempt === 0) request.onContended?.();
@@ -71,7 +82,8 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         await new Promise((resolve) => setTimeout(resolve, Math.min(remainingMs, pollMs.max, pollMs.first * 2 ** Math.min(attempt, 5))));
       }
     } catch (error) {
-      this.dropIfIdle(connection);
+      this.dropIfIdle(connection); // ending the session leaves the gate too
+      if (error instanceof InvalidArgumentError) throw error;
       if ((error as { code?: unknown } | null)?.code === '55P03' || signal?.aborted) return undefined;
       throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: error });
     } finally {

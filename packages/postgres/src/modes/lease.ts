@@ -1,5 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import type { AcquireRequest, AttemptResult, CampaignRequest, Capabilities, Grant, TermGrant } from '@deadbolt/core/adapter';
+import {
+  InvalidArgumentError,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Capabilities,
+  type Grant,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
 import { electionSql, LeaseElection } from '../election.js';
 import { kindsSql } from '../kinds-sql.js';
 import { leaseSql } from '../sql.js';
@@ -31,6 +39,8 @@ export interface AttemptRow {
   readonly held: boolean;
   readonly fence: string | null;
   readonly remaining_ms: number | null;
+  /** A semaphore's call only: the size it is in use with when that is not the caller's (nothing was taken or queued). */
+  readonly recorded_permits?: number | null;
   /**
    * When the statement left on a connected session (after any connect, schema check and queueing
    * here): the server's lease starts later, so a grant's lease is bounded from this, not from the
@@ -201,6 +211,13 @@ export class LeaseMode implements PostgresLockMode {
     );
     const row = result.rows[0] ?? { held: false, fence: null, remaining_ms: null, sentAt };
     row.sentAt = sentAt;
+    if (kind?.type === 'permit' && row.recorded_permits !== null && row.recorded_permits !== undefined) {
+      throw new InvalidArgumentError(
+        'permits',
+        `the semaphore is in use with ${row.recorded_permits} permits, not ${kind.permits}; every client of one key must pass the same permits`,
+        { key: request.key, backend: this.context.name },
+      );
+    }
     return row;
   }
 
