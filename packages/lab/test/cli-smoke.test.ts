@@ -41,8 +41,16 @@ describe('command-line entry points (built dist)', () => {
     expect(result.code, result.stderr).toBe(0);
     // No credential in any output (issue 13): no URL with a user:password part.
     expect(`${result.stdout}\n${result.stderr}`).not.toMatch(/[a-z]+:\/\/[^\s/@:]*:[^\s/@]+@/i);
-    const json = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as { machine: unknown; rows: Record<string, unknown>[] };
+    const json = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as {
+      machine: unknown;
+      method: { interleaved: boolean; rounds: number; sliceMs: number; loadAverageAtStart: number[]; loadAverageAtEnd: number[] };
+      rows: Record<string, unknown>[];
+    };
     expect(json.machine).toBeTruthy();
+    // Rows compared with each other are interleaved, and the load they were taken at is recorded.
+    expect(json.method).toMatchObject({ interleaved: true, rounds: 3 });
+    expect(json.method.loadAverageAtStart).toHaveLength(3);
+    expect(json.method.loadAverageAtEnd).toHaveLength(3);
     expect(json.rows.length).toBeGreaterThan(0);
     for (const row of json.rows) {
       expect(Object.keys(row)).toEqual(
@@ -62,6 +70,9 @@ describe('command-line entry points (built dist)', () => {
       );
       expect(row.opsPerSec).toBeGreaterThan(0);
     }
-    expect(readFileSync(join(dir, 'results.md'), 'utf8')).toContain('| backend');
+    const markdown = readFileSync(join(dir, 'results.md'), 'utf8');
+    expect(markdown).toContain('| backend');
+    expect(markdown).toContain('were interleaved');
+    expect(markdown).toMatch(/Load average \(1 \/ 5 \/ 15 min\): [\d.]+ \/ [\d.]+ \/ [\d.]+ at the start/);
   }, 70_000);
 });

@@ -1,24 +1,37 @@
 #!/usr/bin/env node
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startMemcached, startPostgres, startRedis, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
 import { backendPlans, type BackendPlan } from './catalog.js';
-import { addMutexRatios, runPrimitive } from './primitives.js';
+import { type Contestant, runInterleaved, type SliceSchedule } from './interleave.js';
+import { addMutexRatios, openPrimitive } from './primitives.js';
 import { addRatios, describeMachine, renderTable, writeResults } from './report.js';
 import { runScale } from './scale.js';
 import type { BenchRow, Subject } from './subject.js';
-import { runContended, runUncontended } from './workloads.js';
+import { contendedWorkload, openContended, openUncontended, type Slicer } from './workloads.js';
 
 const help = `npm run bench -- [--quick] [--backend NAME]... [--out DIR]
 
 Throughput, latency and fairness of every available backend and mode, beside the raw client doing
 the bare protocol and beside node-redlock and redis-semaphore, all in one run on real servers.
-  --quick        a ~30 s subset (sequential and 10-worker contention, short runs, no scale run)
+Subjects compared with each other run interleaved (alternating slices), so they see the same load.
+  --quick        a ~30 s subset (uncontended and 10-worker contention, short runs, no scale run)
   --backend X    only these backends (memory, redis, postgres, memcached, zookeeper); repeatable
   --out DIR      where results.json and results.md go (default bench-results)`;
 
 interface Measurement {
   readonly label: string;
-  run(): Promise<BenchRow>;
+  /** `onError`: a subject that failed (its row is left out; the other rows go on). */
+  run(onError: (label: string, error: unknown) => void): Promise<BenchRow[]>;
+}
+
+/**
+ * Every subject that is compared with another (the raw protocol, Deadbolt's modes, the peers, the
+ * primitives beside the mutex) runs in the same interleaved measurement as the others of its loop,
+ * ~2.5 s each in all (~0.75 s with --quick), in alternating slices: see interleave.ts.
+ */
+function scheduleFor(quick: boolean): SliceSchedule {
+  return quick ? { rounds: 3, sliceMs: 220 } : { rounds: 6, sliceMs: 400 };
 }
 
 function planMeasurements(
@@ -29,48 +42,55 @@ function planMeasurements(
   baselinesOnly: boolean,
 ): Measurement[] {
   const ttlMs = 10_000;
-  const durationMs = quick ? 700 : 2_500;
+  const schedule = scheduleFor(quick);
   // Without the adapter the baselines (raw client, peers) still run: they need only the server.
   const subjects = plan.subjects(server, ttlMs).filter((subject) => !baselinesOnly || subject.subject !== 'deadbolt');
-  const measurements: Measurement[] = [];
   let counter = 0;
   const keyspace = (): string => `bench:${runId}:${(counter += 1)}`;
-  const add = (
-    subject: Subject,
-    workload: string,
-    run: (settings: { durationMs: number; keyspace: string }) => Promise<BenchRow>,
-  ): void => {
-    measurements.push({
-      label: `${subject.backend} ${subject.mode} ${subject.subject} ${workload}`,
-      run: () => run({ durationMs, keyspace: keyspace() }),
-    });
+  // Measurements in the order they run; each holds the subjects interleaved with each other.
+  const groups = new Map<string, Contestant[]>();
+  const join = (group: string, label: string, open: (keyspace: string) => Promise<Slicer>): void => {
+    const list = groups.get(group) ?? [];
+    list.push({ label, open: () => open(keyspace()) });
+    groups.set(group, list);
   };
+  const name = (subject: Subject): string => `${subject.backend} ${subject.mode} ${subject.subject}`;
   for (const subject of subjects) {
     // The token hand-off is the limit of contended rows only: uncontended, it is a pop and a push.
     const locks = subject.subject !== 'token-handoff';
-    if (locks) add(subject, 'uncontended', (settings) => runUncontended(subject, 1, settings));
-    if (locks && !quick) add(subject, 'uncontended-50', (settings) => runUncontended(subject, 50, settings));
-    add(subject, 'contended-10 hold 0', (settings) => runContended(subject, 10, 0, settings));
+    if (locks) join('uncontended', `${name(subject)} uncontended`, (space) => openUncontended(subject, 1, space, 'uncontended'));
+    if (locks && !quick) {
+      join('uncontended-50', `${name(subject)} uncontended-50`, (space) => openUncontended(subject, 50, space, 'uncontended-50'));
+    }
+    const contended = (workers: number, holdMs: number): void =>
+      join(`contended-${workers} hold ${holdMs}ms`, `${name(subject)} contended-${workers} hold ${holdMs}ms`, (space) =>
+        openContended(subject, { workers, holdMs, workload: contendedWorkload(workers), kind: 'mutex' }, space),
+      );
+    contended(10, 0);
     if (!quick) {
-      add(subject, 'contended-10 hold 1ms', (settings) => runContended(subject, 10, 1, settings));
-      add(subject, 'contended-50 hold 0', (settings) => runContended(subject, 50, 0, settings));
+      contended(10, 1);
+      contended(50, 0);
     }
   }
   for (const run of baselinesOnly ? [] : (plan.primitives?.(server, ttlMs, quick ? [0] : [0, 1]) ?? [])) {
+    // Uncontended primitives run beside the mutex's uncontended row they are compared with.
+    const group = run.workers === 1 ? 'uncontended' : `${run.workers} workers on one key hold ${run.holdMs}ms`;
     const hold = run.workers > 1 ? ` hold ${run.holdMs}ms` : '';
-    measurements.push({
-      label: `${run.subject.backend} ${run.subject.mode} ${run.subject.subject} ${run.workload}${hold}`,
-      run: () => runPrimitive(run, { durationMs, keyspace: keyspace() }),
-    });
+    join(group, `${name(run.subject)} ${run.workload}${hold}`, (space) => openPrimitive(run, space));
   }
+  const measurements: Measurement[] = [...groups.entries()].map(([group, contestants]) => ({
+    label: `${plan.backend} ${group}: ${contestants.length} subject(s) interleaved, ${schedule.rounds} x ${schedule.sliceMs} ms each`,
+    run: (onError) => runInterleaved(contestants, schedule, onError),
+  }));
   if (!quick && !baselinesOnly) {
     const locks = plan.scale?.locks ?? 10_000;
     const scaleTtlMs = plan.scale?.ttlMs ?? 1_500;
     const why = plan.scale ? ` (${locks} locks, ttl ${scaleTtlMs} ms: ${plan.scale.why})` : '';
     for (const { mode, url } of plan.scaleUrls(server)) {
+      const label = `${plan.backend} ${mode} deadbolt scale-10k${why}`;
       measurements.push({
-        label: `${plan.backend} ${mode} deadbolt scale-10k${why}`,
-        run: () => runScale(url, mode, plan.backend, { locks, ttlMs: scaleTtlMs, periods: 3, keyspace: keyspace() }),
+        label,
+        run: async () => [await runScale(url, mode, plan.backend, { locks, ttlMs: scaleTtlMs, periods: 3, keyspace: keyspace() })],
       });
     }
   }
@@ -110,6 +130,7 @@ async function main(): Promise<void> {
   const quick = values.quick ?? false;
   const wanted = new Set(values.backend ?? []);
   const runId = Date.now().toString(36);
+  const loadAtStart = loadavg();
   const rows: BenchRow[] = [];
   const providers = new Set<string>();
   for (const plan of backendPlans({ redis: startRedis, postgres: startPostgres, memcached: startMemcached, zookeeper: startZooKeeper })) {
@@ -122,10 +143,12 @@ async function main(): Promise<void> {
       const measurements = planMeasurements(plan, server, quick, runId, missing !== undefined);
       for (const [index, measurement] of measurements.entries()) {
         progress(index + 1, measurements.length, measurement.label);
+        const failed = (label: string, error: unknown): void =>
+          console.error(`\n[bench] ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
         try {
-          rows.push(await measurement.run());
+          rows.push(...(await measurement.run(failed)));
         } catch (error) {
-          console.error(`\n[bench] ${measurement.label} failed: ${error instanceof Error ? error.message : String(error)}`);
+          failed(measurement.label, error);
         }
       }
     } finally {
@@ -137,7 +160,8 @@ async function main(): Promise<void> {
   addMutexRatios(rows);
   const machine = describeMachine(providers.size > 0 ? [...providers].join('+') : 'none (memory only)');
   const out = values.out ?? 'bench-results';
-  writeResults(out, machine, rows);
+  const schedule = scheduleFor(quick);
+  writeResults(out, machine, { interleaved: true, ...schedule, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg() }, rows);
   console.log(renderTable(rows));
   console.log(`\nwrote ${out}/results.json and ${out}/results.md`);
 }

@@ -96,13 +96,25 @@ export function renderTable(rows: BenchRow[]): string {
   return [line(header), `|${header.map(() => '---').join('|')}|`, ...body.map(line)].join('\n');
 }
 
-export function writeResults(directory: string, machine: MachineDescription, rows: BenchRow[]): void {
+/** How the rows were measured, and the machine's load average (1, 5, 15 min) around the run. */
+export interface MeasurementMethod {
+  /** Rows compared with each other ran in alternating slices (interleave.ts), not one after the other. */
+  readonly interleaved: boolean;
+  readonly rounds: number;
+  readonly sliceMs: number;
+  readonly loadAverageAtStart: readonly number[];
+  readonly loadAverageAtEnd: readonly number[];
+}
+
+const loads = (values: readonly number[]): string => values.map((value) => value.toFixed(2)).join(' / ');
+
+export function writeResults(directory: string, machine: MachineDescription, method: MeasurementMethod, rows: BenchRow[]): void {
   mkdirSync(directory, { recursive: true });
   const jsonRows = rows.map((row) => ({
     ...row,
     fairness: row.fairness !== null && !Number.isFinite(row.fairness) ? 'inf' : row.fairness,
   }));
-  writeFileSync(join(directory, 'results.json'), `${JSON.stringify({ machine, rows: jsonRows }, null, 2)}\n`);
+  writeFileSync(join(directory, 'results.json'), `${JSON.stringify({ machine, method, rows: jsonRows }, null, 2)}\n`);
   const markdown = [
     '# Deadbolt benchmark',
     '',
@@ -112,6 +124,10 @@ export function writeResults(directory: string, machine: MachineDescription, row
     'workers (the limit of a hand-off on that server), "vs redlock" / "vs semaphore" compare owner changes/s under contention',
     "(ops/s otherwise) with node-redlock v5 and redis-semaphore's Mutex at their default settings. Absolute numbers depend on",
     'the machine; the ratios are the result.',
+    method.interleaved
+      ? `Subjects compared with each other were interleaved: ${method.rounds} rounds, one slice of ${method.sliceMs} ms per subject each (the order rotates every round), each figure the sum over its slices, so load changes fall on all of them alike.`
+      : 'Rows ran one after the other (not interleaved): a load change between two rows moves their ratio.',
+    `Load average (1 / 5 / 15 min): ${loads(method.loadAverageAtStart)} at the start, ${loads(method.loadAverageAtEnd)} at the end.`,
     '',
     renderTable(rows),
     '',

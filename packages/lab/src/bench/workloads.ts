@@ -2,52 +2,18 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { round, summarizeLatencies } from './stats.js';
 import type { BenchRow, Mutex, Subject, Workload } from './subject.js';
 
-export interface RunSettings {
-  readonly durationMs: number;
-  /** A unique namespace per measurement so runs never see each other's keys. */
-  readonly keyspace: string;
-}
-
-function baseRow(subject: Subject, workload: Workload): Pick<BenchRow, 'backend' | 'mode' | 'subject' | 'workload'> {
-  return { backend: subject.backend, mode: subject.mode, subject: subject.subject, workload };
-}
-
-/** One client, `inFlight` loops on distinct keys: acquire, release, again. Measures cycles/s and cycle latency. */
-export async function runUncontended(subject: Subject, inFlight: number, settings: RunSettings): Promise<BenchRow> {
-  const mutex = await subject.open();
-  const latencies: number[] = [];
-  let failures = 0;
-  try {
-    await cycle(mutex, `${settings.keyspace}:warm`); // connect and load scripts outside the measurement
-    const started = performance.now();
-    const until = started + settings.durationMs;
-    await Promise.all(
-      Array.from({ length: inFlight }, async (_, index) => {
-        const key = `${settings.keyspace}:${index}`;
-        while (performance.now() < until) {
-          const t0 = performance.now();
-          try {
-            await cycle(mutex, key);
-            latencies.push(performance.now() - t0);
-          } catch {
-            failures += 1;
-          }
-        }
-      }),
-    );
-    const elapsedMs = performance.now() - started;
-    return {
-      ...baseRow(subject, inFlight === 1 ? 'uncontended' : 'uncontended-50'),
-      opsPerSec: round(latencies.length / (elapsedMs / 1000), 1),
-      ownerChangesPerSec: null,
-      ...summarizeLatencies(latencies),
-      fairness: null,
-      ratioToRaw: null,
-      failures,
-    };
-  } finally {
-    await mutex.close();
-  }
+/**
+ * One subject set up for a measurement that runs in slices (interleave.ts): its clients are opened
+ * (and warmed) once and stay open between slices, and every slice adds to the same tallies, so a
+ * subject's figure is the sum over its slices.
+ */
+export interface Slicer {
+  readonly subject: Subject;
+  /** Runs the loop for about `ms`: each loop finishes the cycle it is in, and that tail is counted too. */
+  slice(ms: number): Promise<void>;
+  /** The row from every slice so far. */
+  row(): BenchRow;
+  close(): Promise<void>;
 }
 
 async function cycle(mutex: Mutex, key: string): Promise<void> {
@@ -55,15 +21,98 @@ async function cycle(mutex: Mutex, key: string): Promise<void> {
   await release();
 }
 
+/** Opens `count` clients of a subject; if one fails, the others are closed again. */
+async function openClients(subject: Subject, count: number): Promise<Mutex[]> {
+  const opened = await Promise.allSettled(Array.from({ length: count }, () => subject.open()));
+  const clients = opened.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  const failed = opened.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    throw failed.reason;
+  }
+  return clients;
+}
+
 /**
- * `workers` independent clients loop on ONE key: acquire, hold `holdMs`, release. Measures
- * acquisitions/s, owner changes/s (an acquisition by another worker than the previous holder: a
- * lock that one worker keeps re-taking scores high on acquisitions and low here), wait latency
- * and fairness (max / min acquisitions per worker).
+ * One client, `inFlight` loops on distinct keys: acquire, release, again. Cycles/s and cycle latency.
+ * `workload` names the row (the primitives' uncontended rows run this loop too).
  */
-export async function runContended(subject: Subject, workers: number, holdMs: number, settings: RunSettings): Promise<BenchRow> {
-  const mutexes = await Promise.all(Array.from({ length: workers }, () => subject.open()));
-  const key = `${settings.keyspace}:hot`;
+export async function openUncontended(subject: Subject, inFlight: number, keyspace: string, workload: Workload): Promise<Slicer> {
+  const [mutex] = await openClients(subject, 1);
+  const client = mutex!;
+  try {
+    await cycle(client, `${keyspace}:warm`); // connect and load scripts outside the measurement
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const latencies: number[] = [];
+  let failures = 0;
+  let elapsedMs = 0;
+  return {
+    subject,
+    async slice(ms) {
+      const started = performance.now();
+      const until = started + ms;
+      await Promise.all(
+        Array.from({ length: inFlight }, async (_, index) => {
+          const key = `${keyspace}:${index}`;
+          while (performance.now() < until) {
+            const t0 = performance.now();
+            try {
+              await cycle(client, key);
+              latencies.push(performance.now() - t0);
+            } catch {
+              failures += 1;
+            }
+          }
+        }),
+      );
+      elapsedMs += performance.now() - started;
+    },
+    row: () => ({
+      backend: subject.backend,
+      mode: subject.mode,
+      subject: subject.subject,
+      workload,
+      opsPerSec: round(latencies.length / (elapsedMs / 1000), 1),
+      ownerChangesPerSec: null,
+      ...summarizeLatencies(latencies),
+      fairness: null,
+      ratioToRaw: null,
+      failures,
+    }),
+    close: () => client.close(),
+  };
+}
+
+export interface ContendedShape {
+  readonly workers: number;
+  readonly holdMs: number;
+  readonly workload: Workload;
+  /**
+   * 'mutex': one holder at a time is expected; counts owner changes (an acquisition by another worker
+   * than the previous holder: a lock one worker keeps re-taking scores high on acquisitions and low
+   * here) and overlaps. 'shared' (semaphores, read-write locks): several holders are allowed; reports
+   * the most seen at once instead.
+   */
+  readonly kind: 'mutex' | 'shared';
+}
+
+/**
+ * `workers` independent clients loop on ONE key: acquire, hold `holdMs`, release. Acquisitions/s,
+ * owner changes/s, wait latency and fairness (max / min acquisitions per worker, over all slices).
+ */
+export async function openContended(subject: Subject, shape: ContendedShape, keyspace: string): Promise<Slicer> {
+  const { workers, holdMs, workload, kind } = shape;
+  const clients = await openClients(subject, workers);
+  try {
+    await Promise.all(clients.map((client, index) => cycle(client, `${keyspace}:warm:${index}`)));
+  } catch (error) {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    throw error;
+  }
+  const key = `${keyspace}:hot`;
   const waits: number[] = [];
   const perWorker = new Array<number>(workers).fill(0);
   let previousHolder = -1;
@@ -71,48 +120,64 @@ export async function runContended(subject: Subject, workers: number, holdMs: nu
   let failures = 0;
   let holders = 0;
   let overlaps = 0;
-  try {
-    await Promise.all(mutexes.map((mutex, index) => cycle(mutex, `${settings.keyspace}:warm:${index}`)));
-    const started = performance.now();
-    const until = started + settings.durationMs;
-    await Promise.all(
-      mutexes.map(async (mutex, worker) => {
-        while (performance.now() < until) {
-          const t0 = performance.now();
-          let release: () => Promise<void>;
-          try {
-            release = await mutex.acquire(key);
-          } catch {
-            failures += 1;
-            continue;
+  let mostHolders = 0;
+  let elapsedMs = 0;
+  return {
+    subject,
+    async slice(ms) {
+      const started = performance.now();
+      const until = started + ms;
+      await Promise.all(
+        clients.map(async (client, worker) => {
+          while (performance.now() < until) {
+            const t0 = performance.now();
+            let release: () => Promise<void>;
+            try {
+              release = await client.acquire(key);
+            } catch {
+              failures += 1;
+              continue;
+            }
+            waits.push(performance.now() - t0);
+            holders += 1;
+            if (holders > 1) overlaps += 1;
+            mostHolders = Math.max(mostHolders, holders);
+            perWorker[worker]! += 1;
+            if (worker !== previousHolder) ownerChanges += 1;
+            previousHolder = worker;
+            if (holdMs > 0) await delay(holdMs);
+            holders -= 1;
+            await release().catch(() => undefined);
           }
-          waits.push(performance.now() - t0);
-          holders += 1;
-          if (holders > 1) overlaps += 1;
-          perWorker[worker]! += 1;
-          if (worker !== previousHolder) ownerChanges += 1;
-          previousHolder = worker;
-          if (holdMs > 0) await delay(holdMs);
-          holders -= 1;
-          await release().catch(() => undefined);
-        }
-      }),
-    );
-    const elapsedSeconds = (performance.now() - started) / 1000;
-    const served = perWorker.filter((count) => count > 0);
-    return {
-      ...baseRow(subject, workers === 10 ? 'contended-10' : 'contended-50'),
-      holdMs,
-      opsPerSec: round(waits.length / elapsedSeconds, 1),
-      ownerChangesPerSec: round(ownerChanges / elapsedSeconds, 1),
-      ...summarizeLatencies(waits),
-      // A worker that never got the lock makes fairness infinite: report it as such.
-      fairness: served.length < workers ? Number.POSITIVE_INFINITY : round(Math.max(...perWorker) / Math.min(...perWorker), 2),
-      ratioToRaw: null,
-      failures,
-      extra: { overlaps, starvedWorkers: workers - served.length },
-    };
-  } finally {
-    await Promise.all(mutexes.map((mutex) => mutex.close()));
-  }
+        }),
+      );
+      elapsedMs += performance.now() - started;
+    },
+    row: (): BenchRow => {
+      const elapsedSeconds = elapsedMs / 1000;
+      const served = perWorker.filter((count) => count > 0);
+      return {
+        backend: subject.backend,
+        mode: subject.mode,
+        subject: subject.subject,
+        workload,
+        holdMs,
+        opsPerSec: round(waits.length / elapsedSeconds, 1),
+        ownerChangesPerSec: kind === 'mutex' ? round(ownerChanges / elapsedSeconds, 1) : null,
+        ...summarizeLatencies(waits),
+        // A worker that never got the lock makes fairness infinite: report it as such.
+        fairness: served.length < workers ? Number.POSITIVE_INFINITY : round(Math.max(...perWorker) / Math.min(...perWorker), 2),
+        ratioToRaw: null,
+        failures,
+        extra: { ...(kind === 'mutex' ? { overlaps } : { mostHolders }), starvedWorkers: workers - served.length },
+      };
+    },
+    close: async () => {
+      await Promise.all(clients.map((client) => client.close()));
+    },
+  };
+}
+
+export function contendedWorkload(workers: number): Workload {
+  return workers === 10 ? 'contended-10' : 'contended-50';
 }
