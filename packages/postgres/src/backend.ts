@@ -14,6 +14,7 @@ import {
 } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { clientConfig } from './connect.js';
+import { listenSessionFor } from './listen-session.js';
 import { ReleaseListener } from './listener.js';
 import type { ModeContext, PostgresLockMode } from './modes/mode.js';
 import { modeEntry } from './modes/table.js';
@@ -64,18 +65,18 @@ export class PostgresBackend implements LockBackend {
     this.endpoint = options.endpoint;
     this.callTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     this.statements = new StatementPool(options, this.name, this.callTimeoutMs);
-    // The LISTEN connection: with the application's pool, opened with that pool's settings.
+    // The LISTEN session, shared by every backend of this process with the same settings (or the
+    // same application pool, whose settings it is opened with): listen-session.ts says why.
     const listenConfig: pg.ClientConfig =
       options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
-    this.listener = new ReleaseListener(
-      () => {
-        const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
-        client.on('error', () => undefined);
-        return client;
-      },
-      releaseChannel,
-      options.connectTimeoutMs + options.statementTimeoutMs,
-    );
+    const listenTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs;
+    const open = (): pg.Client => {
+      const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
+      client.on('error', () => undefined);
+      return client;
+    };
+    const share = options.ownPool ?? `${JSON.stringify(listenConfig)}\u0000${options.statementTimeoutMs}\u0000${listenTimeoutMs}`;
+    this.listener = new ReleaseListener(() => listenSessionFor(share, open, listenTimeoutMs), releaseChannel);
     const backend = this;
     const context: ModeContext = {
       options,

@@ -1,6 +1,5 @@
-import pg from 'pg';
-import { KeyedWaiters, withDeadline } from '@deadbolt/core/adapter';
-import { endClient } from './connect.js';
+import { KeyedWaiters } from '@deadbolt/core/adapter';
+import type { ListenMember, ListenSession } from './listen-session.js';
 
 /** The client's own grant channel (lease mode's queue): one channel per client, never per key. */
 export interface GrantSubscription {
@@ -12,28 +11,25 @@ export interface GrantSubscription {
 }
 
 /**
- * One LISTEN connection per backend, shared by every waiter (a connection per waiter would exhaust
- * max_connections). Waiters register by key; a NOTIFY whose payload is the key wakes the oldest of them. If the
- * connection breaks, every waiter wakes (core re-attempts) and the next wait reconnects. The same
- * connection also LISTENs on the client's grant channel when the lease queue subscribes.
+ * A backend's notifications, on its process's shared LISTEN session (listen-session.ts): the release
+ * channel for election followers (waiters register by key; a NOTIFY whose payload is the key wakes the
+ * oldest of them) and the client's own grant channel for the lease queue. If the session breaks,
+ * every waiter wakes (core re-attempts), the queue re-checks, and the next wait reconnects.
  */
-export class ReleaseListener {
-  private client: pg.Client | undefined;
-  private ready: Promise<pg.Client> | undefined;
+export class ReleaseListener implements ListenMember {
+  private session: ListenSession | undefined;
   /** The adapter kit's waiter set: a NOTIFY wakes the longest-waiting local waiter of its key (FIFO hand-off). */
   private readonly waiters = new KeyedWaiters();
   private closed = false;
   private grants: GrantSubscription | undefined;
-  /** The client whose LISTEN of the grant channel has succeeded. */
-  private grantsOn: pg.Client | undefined;
   private grantsListening: Promise<void> | undefined;
-  /** Test support: grant messages are dropped from now on (the socket stays up). */
+  /** Test support: grant messages are dropped from now on (the session stays up). */
   dropGrants = false;
 
   constructor(
-    private readonly open: () => pg.Client,
+    /** The process's session for this backend's settings (looked up at each join: a session ends with its last member). */
+    private readonly sessionFor: () => ListenSession,
     private readonly channel: string,
-    private readonly timeoutMs: number,
   ) {}
 
   /**
@@ -44,7 +40,7 @@ export class ReleaseListener {
     signal.throwIfAborted();
     // Register first, then listen, then look: a release between our attempt and LISTEN is seen by
     // isFree(). Cannot listen: the timer bounds the wait, core polls.
-    await this.waiters.wait(key, Math.max(0, maxWaitMs), signal, () => this.listening().then(isFree));
+    await this.waiters.wait(key, Math.max(0, maxWaitMs), signal, () => this.listen(this.channel).then(isFree));
   }
 
   /** Registers the grant channel (once); LISTEN happens on the next grantsReady(). */
@@ -57,14 +53,10 @@ export class ReleaseListener {
    * (or once that failed: the waiter's re-checks still find its grant).
    */
   grantsReady(): true | Promise<void> {
-    if (this.grants === undefined) return Promise.resolve();
-    if (this.grantsOn !== undefined && this.grantsOn === this.client) return true;
-    this.grantsListening ??= this.listening()
-      .then(async (client) => {
-        if (this.grantsOn === client) return;
-        await withDeadline(client.query(`LISTEN "${this.grants!.channel}"`), this.timeoutMs);
-        if (this.client === client) this.grantsOn = client;
-      })
+    const grants = this.grants;
+    if (grants === undefined) return Promise.resolve();
+    if (this.session?.isListening(grants.channel) === true) return true;
+    this.grantsListening ??= this.listen(grants.channel)
       .catch(() => undefined)
       .finally(() => {
         this.grantsListening = undefined;
@@ -72,58 +64,37 @@ export class ReleaseListener {
     return this.grantsListening;
   }
 
-  private listening(): Promise<pg.Client> {
-    if (this.closed) return Promise.reject(new Error('closed'));
-    this.ready ??= this.connect();
-    return this.ready;
+  notify(channel: string, payload: string): void {
+    if (channel === this.channel) this.waiters.wakeOne(payload);
+    else if (channel === this.grants?.channel && !this.dropGrants) this.grants.onGrant(payload);
   }
 
-  private async connect(): Promise<pg.Client> {
-    const client = this.open();
-    this.client = client;
-    const broken = (): void => {
-      if (this.client !== client) return;
-      this.client = undefined;
-      this.ready = undefined;
-      this.grantsOn = undefined;
-      void endClient(client);
-      this.waiters.wakeEverything();
-      this.grants?.onBroken();
-    };
-    client.on('error', broken);
-    client.on('end', broken);
-    client.on('notification', (message) => {
-      if (message.payload === undefined) return;
-      if (message.channel === this.channel) this.waiters.wakeOne(message.payload);
-      else if (message.channel === this.grants?.channel && !this.dropGrants) this.grants.onGrant(message.payload);
-    });
-    try {
-      await withDeadline(client.connect(), this.timeoutMs);
-      await withDeadline(client.query(`LISTEN ${this.channel}`), this.timeoutMs);
-      return client;
-    } catch (error) {
-      broken();
-      throw error;
+  broken(): void {
+    this.waiters.wakeEverything();
+    this.grants?.onBroken();
+  }
+
+  private listen(channel: string): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('closed'));
+    if (this.session === undefined) {
+      this.session = this.sessionFor();
+      this.session.join(this);
     }
+    return this.session.listen(this, channel);
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const client = this.client;
-    this.client = undefined;
-    this.ready = undefined;
-    this.grantsOn = undefined;
     this.waiters.wakeEverything();
-    if (client !== undefined) await endClient(client);
+    this.session?.leave(this);
+    this.session = undefined;
   }
 
-  /** Test support (a killed process): the socket is dropped with no goodbye, nothing is woken. */
+  /** Test support (a killed process): its channels are dropped with no goodbye, nothing is woken. */
   crash(): void {
     this.closed = true;
-    const client = this.client;
-    this.client = undefined;
-    this.ready = undefined;
     this.grants = undefined;
-    (client as unknown as { connection?: { stream?: { destroy(): void } } } | undefined)?.connection?.stream?.destroy();
+    this.session?.leave(this);
+    this.session = undefined;
   }
 }
