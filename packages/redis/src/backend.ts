@@ -94,6 +94,13 @@ export class RedisBackend implements LockBackend {
   private closing: Promise<void> | undefined;
   /** Aborted by close(): calls still waiting on a frozen server give up at once, and no timer stays. */
   private readonly closed = new AbortController();
+  /**
+   * The calls that `closed` would cut short (ownDeadline: the app's connection without a
+   * commandTimeout), while in flight: close() lets them finish first, as QUIT does on our own
+   * connections. Cut short at once, a release the app began just before closing its client failed
+   * with "the backend is closed" although the server was answering it (issue 16).
+   */
+  private readonly inFlight = new Set<Promise<unknown>>();
   /** Attempt tokens (what an undo compares), unique per backend and attempt. */
   private readonly tokens = new TokenSource();
 
@@ -285,6 +292,9 @@ export class RedisBackend implements LockBackend {
   }
 
   private async shutdown(): Promise<void> {
+    // New calls are refused from here on (this.closing); those already sent get their answers first,
+    // within the time QUIT gets, then whatever still waits (a frozen server) gives up.
+    if (this.inFlight.size > 0) await settledWithin([...this.inFlight], quitTimeoutMs);
     this.closed.abort(new BackendUnavailableError('close', { backend: this.name, cause: new Error('the backend is closed') }));
     this.deadlines.stop();
     const subscriber = this.notifier?.close();
@@ -335,7 +345,8 @@ export class RedisBackend implements LockBackend {
     if (this.closing)
       return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
     const timed = bounded && this.ownDeadline;
-    return guardCall(() => operation().catch((error: unknown) => Promise.reject(this.withConnectionReason(error))), {
+    const attempt = (): Promise<T> => operation().catch((error: unknown) => Promise.reject(this.withConnectionReason(error)));
+    return guardCall(timed ? () => this.tracked(attempt()) : attempt, {
       action,
       key,
       backend: this.name,
@@ -349,6 +360,28 @@ export class RedisBackend implements LockBackend {
       closed: this.closed.signal,
     });
   }
+
+  /** Keeps `call` in `inFlight` until it settles (see shutdown). */
+  private tracked<T>(call: Promise<T>): Promise<T> {
+    this.inFlight.add(call);
+    const forget = (): void => {
+      this.inFlight.delete(call);
+    };
+    call.then(forget, forget);
+    return call;
+  }
+}
+
+/** Resolves once every promise has settled, or after `ms`, whichever comes first (an unref'd timer, cleared). */
+function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    void Promise.allSettled(promises).then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /** Whether ioredis itself bounds every command on `connection` (our connections always set it). */

@@ -1,7 +1,14 @@
 import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient, InvalidArgumentError, UnsupportedOperationError, type Lock, type LockClient } from '@deadbolt/core';
+import {
+  ClientClosedError,
+  createLockClient,
+  InvalidArgumentError,
+  UnsupportedOperationError,
+  type Lock,
+  type LockClient,
+} from '@deadbolt/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { slotOf } from '../src/index.js';
+import { createRedisBackend, slotOf } from '../src/index.js';
 import { kindKeys } from '../src/modes/fair-kinds.js';
 import { Opened } from './support.js';
 
@@ -88,6 +95,50 @@ describe('redis fair mode: read-write locks and semaphores', () => {
     expect(order).toEqual([0, 1, 2]);
     await Promise.all(rest.map((lock) => lock.release()));
     expect((await raw.keys('*one:s*')).sort()).toEqual(['{one:s}:sem:fence']);
+  });
+
+  it("on the app's own connection without a commandTimeout, close() with waiters queued and a release in flight: the release completes, the waiters get ClientClosedError, no unhandled rejection", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // Without a commandTimeout the backend bounds calls itself and cuts them short at close: it
+      // used to cut a release the server was answering ("the backend is closed").
+      const connection = opened.raw(server.url);
+      const locks = createLockClient({ backend: createRedisBackend({ mode: 'fair', client: connection }), prefix: 'own:' });
+      const sem = locks.semaphore('s', { permits: 2 });
+      // Another client holds every permit: this one's close() has no hold of its own to release first.
+      const holder = client('own:').semaphore('s', { permits: 2 });
+      const held = await Promise.all([holder.acquire(), holder.acquire()]);
+      const waiting: Promise<unknown>[] = [];
+      for (let i = 0; i < 3; i += 1) {
+        const contended = new Promise((resolve) => locks.once('contended', resolve));
+        waiting.push(
+          sem.acquire({ waitMs: 10_000 }).then(
+            () => 'granted',
+            (error: unknown) => error,
+          ),
+        );
+        await contended;
+      }
+      const other = await locks.semaphore('other', { permits: 2 }).acquire();
+      const releasing = other.release().then(
+        () => 'released',
+        (error: unknown) => error,
+      );
+      await locks.close();
+      expect(await releasing).toBe('released');
+      for (const outcome of await Promise.all(waiting)) expect(outcome).toBeInstanceOf(ClientClosedError);
+      await Promise.all(held.map((lock) => lock.release()));
+      expect((await connection.keys('*own:*')).sort()).toEqual(['{own:other}:sem:fence', '{own:s}:sem:fence']);
+      // Node reports a rejection nobody handled once the microtasks have run: one macrotask later.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('acquireAll takes the free keys and joins every busy queue in one script; an abort leaves no entry and no key behind', async () => {
