@@ -199,7 +199,7 @@ export class LeaseMode implements PostgresLockMode {
         const client = await pool.connect();
         try {
           sentAt = Date.now();
-          return await client.query<AttemptRow>(text, params);
+          return await this.context.statements.send<AttemptRow>(client, text, params);
         } finally {
           client.release();
         }
