@@ -21,6 +21,32 @@ const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode
 const request = (key: string, ttlMs = 10_000): AcquireRequest => ({ key, owner: 'o', ttlMs, onLost: () => undefined });
 
 describe('postgres:lease', () => {
+  it('named statements the server no longer knows (a transaction-pooling PgBouncer) are turned off and the call resent unnamed', async () => {
+    // One connection the test can reach: the application's pool of size 1.
+    const pool = new pg.Pool({ connectionString: server.url, max: 1 });
+    const b = createPostgresBackend({ mode: 'lease', pool, table: 'unnamed_fallback' }) as PostgresBackend;
+    try {
+      const first = await b.tryAcquire(request('named'));
+      expect(first.acquired).toBe(true);
+      // As if PgBouncer moved us to another server connection: our client thinks they are prepared.
+      await pool.query('DEALLOCATE ALL');
+      if (first.acquired) expect(await b.release(first.grant)).toBe(true);
+      const second = await b.tryAcquire(request('named')); // 26000 at Bind, resent unnamed
+      expect(second.acquired).toBe(true);
+      if (second.acquired) expect(await b.release(second.grant)).toBe(true);
+      // From now on unnamed: nothing new is prepared.
+      await pool.query('DEALLOCATE ALL');
+      const third = await b.tryAcquire(request('named'));
+      if (third.acquired) expect(await b.release(third.grant)).toBe(true);
+      expect(third.acquired).toBe(true);
+      const prepared = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_prepared_statements');
+      expect(prepared.rows[0]?.n).toBe(0);
+    } finally {
+      await b.close();
+      await pool.end();
+    }
+  });
+
   it("runs on the application's own pg.Pool in its own schema, and never ends that pool", async () => {
     const pool = new pg.Pool({ connectionString: server.url, max: 3 });
     const b = createPostgresBackend({ mode: 'lease', pool, schema: 'app_locks', table: 'held' }) as PostgresBackend;
