@@ -18,6 +18,8 @@ export class Heartbeat {
     private readonly periodMs: number,
     private readonly onAnswer: (sentAt: number) => void,
     private readonly afterBeat: () => void,
+    /** Whether it is still needed (locks are held); checked at each beat, which stops it when not. */
+    private readonly needed: () => boolean = () => true,
   ) {}
 
   start(): void {
@@ -32,6 +34,12 @@ export class Heartbeat {
   }
 
   private async beat(): Promise<void> {
+    // Stopped here rather than at the last release: a lock taken and released in a loop would
+    // otherwise create and clear an interval timer on every cycle.
+    if (!this.needed()) {
+      this.stop();
+      return;
+    }
     if (!this.inFlight) {
       this.inFlight = true;
       const sentAt = Date.now();

@@ -24,6 +24,21 @@ const unsafe = /[\p{Cc}\ud800-\uf8ff\ufff0-\uffff\u{10000}-\u{10ffff}/%]/gu;
  * itself: key `orders/42` is the node `orders%2F42`. '.' and '..' are encoded whole.
  */
 export function encodeKey(key: string): string {
+  let encoded = encodedKeys.get(key);
+  if (encoded === undefined) {
+    encoded = encodeKeyUncached(key);
+    // A bounded cache: keys in use repeat on every acquire and release (the Unicode-class regex costs
+    // more than the rest of building the path); a stream of one-off keys just refills it.
+    if (encodedKeys.size >= encodedKeysMax) encodedKeys.clear();
+    encodedKeys.set(key, encoded);
+  }
+  return encoded;
+}
+
+const encodedKeys = new Map<string, string>();
+const encodedKeysMax = 4096;
+
+function encodeKeyUncached(key: string): string {
   if (key === '.') return '%2E';
   if (key === '..') return '%2E%2E';
   return key.replace(unsafe, (character) =>

@@ -1,5 +1,6 @@
 import zookeeper from 'node-zookeeper-client';
 import type { Client, Event, Stat } from 'node-zookeeper-client';
+import { batchWrites } from './write-batching.js';
 
 /**
  * node-zookeeper-client's callbacks as promises with a deadline. The client queues requests while
@@ -65,6 +66,7 @@ export function create(
   deadline: number,
   late?: (path: string) => void,
 ): Promise<string> {
+  batchWrites(client);
   return request<string>('create', deadline, (done) => client.create(path, data, mode, (error, created) => done(error, created)), late);
 }
 
@@ -89,6 +91,7 @@ export function createReturningZxid(
   deadline: number,
   late?: (created: { readonly path: string }) => void,
 ): Promise<{ readonly path: string; readonly czxid: Buffer | undefined }> {
+  batchWrites(client);
   return request<{ readonly path: string; readonly czxid: Buffer | undefined }>(
     'create',
     deadline,
@@ -102,19 +105,23 @@ export function createReturningZxid(
 }
 
 export function mkdirp(client: Client, path: string, deadline: number): Promise<string> {
+  batchWrites(client);
   return request<string>('mkdirp', deadline, (done) => client.mkdirp(path, (error, created) => done(error, created)));
 }
 
 export function remove(client: Client, path: string, deadline: number): Promise<void> {
+  batchWrites(client);
   return request<void>('delete', deadline, (done) => client.remove(path, -1, (error) => done(error)));
 }
 
 export function getChildren(client: Client, path: string, deadline: number): Promise<string[]> {
+  batchWrites(client);
   return request<string[]>('getChildren', deadline, (done) => client.getChildren(path, (error, children) => done(error, children)));
 }
 
 /** exists() without a watch: the Stat, or undefined when there is no node. */
 export function stat(client: Client, path: string, deadline: number): Promise<Stat | undefined> {
+  batchWrites(client);
   return request<Stat | undefined>('exists', deadline, (done) => client.exists(path, (error, found) => done(error, found ?? undefined)));
 }
 
@@ -123,6 +130,7 @@ export function stat(client: Client, path: string, deadline: number): Promise<St
  * behind on a missing node, getData fails with NO_NODE and sets none).
  */
 export function watchData(client: Client, path: string, watcher: (event: Event) => void, deadline: number): Promise<void> {
+  batchWrites(client);
   return request<void>('getData', deadline, (done) => client.getData(path, watcher, (error) => done(error)));
 }
 
@@ -132,6 +140,7 @@ export function getDataAndStat(
   path: string,
   deadline: number,
 ): Promise<{ readonly data: Buffer; readonly stat: Stat } | undefined> {
+  batchWrites(client);
   return request<{ readonly data: Buffer; readonly stat: Stat } | undefined>('getData', deadline, (done) =>
     client.getData(path, (error, data, found) => {
       if (isNoNode(error)) done(null, undefined);
@@ -142,6 +151,7 @@ export function getDataAndStat(
 
 /** setData guarded by `version` (BAD_VERSION when the node changed since it was read). */
 export function setDataAt(client: Client, path: string, data: Buffer, version: number, deadline: number): Promise<void> {
+  batchWrites(client);
   return request<void>('setData', deadline, (done) => client.setData(path, data, version, (error) => done(error)));
 }
 

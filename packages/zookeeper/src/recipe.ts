@@ -253,6 +253,9 @@ function onAbortOf(signal: AbortSignal, listener: () => void): () => void {
   return () => set.delete(listener);
 }
 
+/** The signal of a wait nobody can abort (tryAcquire, renew): one for all, not one per call. */
+const never = new AbortController().signal;
+
 /**
  * The wait loop every recipe shares (mutex, read-write, the semaphore's leases; Curator's
  * LockInternals.internalLockLoop): create our node, look where it stands, hold, or wait for the
@@ -267,7 +270,6 @@ export async function runContenderLoop(
   signal: AbortSignal | undefined,
   look: (ours: Contender) => Promise<Standing>,
 ): Promise<HeldNode | undefined> {
-  const never = new AbortController().signal;
   for (;;) {
     const contender = await createContender(run, deadline);
     const ours = contender.path;

@@ -105,9 +105,9 @@ export class ZooKeeperSession {
     this.heartbeat?.start();
   }
 
+  /** The heartbeat stops itself at its next beat once nothing is held (see Heartbeat). */
   untrack(token: string): void {
     this.held.delete(token);
-    if (this.held.size === 0) this.heartbeat?.stop();
   }
 
   async close(): Promise<void> {
@@ -140,6 +140,7 @@ export class ZooKeeperSession {
       Math.max(50, Math.floor(this.options.sessionTimeoutMs / 3)),
       (sentAt) => this.heard(client, sentAt),
       () => this.checkSilence(client),
+      () => this.held.size > 0,
     );
     client.on('state', (state: State) => this.onState(client, state));
     client.connect();
