@@ -305,8 +305,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     // A backend whose queueing is as cheap as an attempt queues at once and reports contention itself.
     if (queuesNatively(backend, plan) && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
       let reported = attempts > 1;
+      // Spelled out, not spread: a spread plus a property cost ~2 us per acquire in the fair profile.
       const queued: AcquireRequest = {
-        ...request,
+        key: request.key,
+        owner: request.owner,
+        ttlMs: request.ttlMs,
+        kind: request.kind,
+        onLost: request.onLost,
         onContended: () => {
           if (reported) return;
           reported = true;

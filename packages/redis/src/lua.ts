@@ -262,7 +262,20 @@ local function grantNext(now, channelPrefix, publish)
 end
 `;
 
-export const fairAcquireLua = `${fairQueueFragmentLua}
+/**
+ * The fast path of fair acquire and release, ahead of the queue fragment: with nobody queued the
+ * scripts do what setnx's do (SET NX PX + INCR; compare-and-delete) and return before the fragment's
+ * functions are even defined. Anything else falls through to the full script below it.
+ */
+export const fairAcquireLua = `-- fair mode, acquire. Fast path first: nobody queued and the key free, so take it as setnx does
+-- (SET NX PX, INCR the fence). A held key (ours included: a re-check of a grant) or a non-empty queue
+-- falls through to the full script below. replicate_commands comes first: the SET NX counts as a
+-- write even when it fails, and the full script reads TIME (Redis < 5).
+if redis.replicate_commands then redis.replicate_commands() end
+if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('INCR', KEYS[2])}
+end
+${fairQueueFragmentLua}
 -- fair mode, acquire / re-check / heartbeat in one script (idempotent per token):
 -- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] waiter lease ms, ARGV[4] join ('1' enqueue, '0' never:
 -- tryAcquire does not barge past the queue, nor join it), ARGV[5] grant channel prefix, ARGV[6]
@@ -302,15 +315,20 @@ end
 return {0, redis.call('PTTL', lockKey)}
 `;
 
-export const fairReleaseLua = `${fairQueueFragmentLua}
--- fair mode, release: only our own token; hand the lock to the next live waiter in place, or delete it.
+export const fairReleaseLua = `-- fair mode, release: only our own token; hand the lock to the next live waiter in place, or delete it.
 -- A retried release (lost reply) finds the next owner's token and touches nothing.
 -- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
 -- returns 1 when it was ours (deleted or handed on), 0 otherwise
-if redis.call('GET', lockKey) ~= ARGV[1] then
+-- Fast path first (before the queue fragment is defined): not ours, or nobody queued.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-if redis.call('EXISTS', queueKey) == 0 or not grantNext(serverNow(), ARGV[2], ARGV[3]) then
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+${fairQueueFragmentLua}
+if not grantNext(serverNow(), ARGV[2], ARGV[3]) then
   redis.call('DEL', lockKey)
 end
 return 1

@@ -44,6 +44,11 @@ const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
     noBarging,
     [mutate('fair_acquire', "if redis.call('EXISTS', queueKey) == 0 then", 'if true then')],
   ],
+  [
+    'the fast path takes a free key past the queue (barging)',
+    noBarging,
+    [mutate('fair_acquire', "redis.call('EXISTS', KEYS[3]) == 0 and ", '')],
+  ],
   ['a waiter that gives up leaves its entry and its raced grant', giveUpLeavesNothing, [['fair_leave', 'return 1']]],
   [
     'a grant claims the waiter ttl, not its remaining waiter lease',
