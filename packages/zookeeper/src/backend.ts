@@ -107,7 +107,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     const key = requests.map((each) => each.key).join(', ');
     return this.guard('acquire', key, async () => {
       const client = await this.session.ready(Number.POSITIVE_INFINITY, key);
-      await this.abandoned.retry();
+      if (this.abandoned.hasPending) await this.abandoned.retry();
       const runs = requests.map((each) => this.recipeRun(client, each, Buffer.from(each.owner, 'utf8')));
       const held = await runMultiLockRecipe(runs, deadline, signal, requests[0]?.onContended);
       if (held === undefined) {
@@ -122,7 +122,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
   campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
     return this.guard('elect', request.key, async () => {
       const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
-      await this.abandoned.retry();
+      if (this.abandoned.hasPending) await this.abandoned.retry();
       const run: RecipeRun = {
         ...this.recipeRun(client, request, Buffer.from(request.candidate, 'utf8')),
         nodeName: nodeNameOf(request.layout),
@@ -213,7 +213,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
       // Connecting has its own deadline (connectTimeoutMs), independent of how long we may wait for the lock.
       const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
       const sessionEnded = this.session.endedSignal;
-      await this.abandoned.retry();
+      if (this.abandoned.hasPending) await this.abandoned.retry();
       const run: RecipeRun = {
         client,
         lockPath: lockPath(this.options.basePath, request.key),

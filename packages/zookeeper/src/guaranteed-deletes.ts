@@ -26,6 +26,11 @@ export class GuaranteedDeletes {
     this.schedule();
   }
 
+  /** Whether a delete is pending (an acquire then retries them first). */
+  get hasPending(): boolean {
+    return this.pending.size > 0;
+  }
+
   /** Tries every pending delete now (also called before each acquire). Never throws. */
   async retry(): Promise<void> {
     if (this.pending.size === 0) return;

@@ -1,4 +1,5 @@
 import zookeeper from 'node-zookeeper-client';
+import { DeadlineWheel } from '@deadbolt/core/adapter';
 import type { Client, Event, Stat } from 'node-zookeeper-client';
 import { batchWrites } from './write-batching.js';
 
@@ -26,32 +27,50 @@ export const isNodeExists = (error: unknown): boolean => errorCode(error) === Ex
 export const isInDoubt = (error: unknown): boolean =>
   errorCode(error) === Exception.CONNECTION_LOSS || error instanceof OperationTimeoutError;
 
+/** The deadline wheel of each session's client (session.ts), so that requests share one timer. */
+const wheels = new WeakMap<Client, DeadlineWheel>();
+
+/**
+ * Bounds `client`'s requests on `wheel` (the adapter kit's timing wheel) instead of a Node timer
+ * each: every request arms a deadline and nearly all are cleared a millisecond later, and a timer
+ * per request (two lengths in flight with core's own) showed in the uncontended profile as timer-list
+ * and priority-queue work. The owner stops the wheel when it closes.
+ */
+export function boundOnWheel(client: Client, wheel: DeadlineWheel): void {
+  wheels.set(client, wheel);
+}
+
 /**
  * Runs one callback-style request, rejecting with OperationTimeoutError at `deadline`. `late` sees
  * the real outcome of a request that completed after we stopped waiting (to undo a late create).
+ * `client`: the request is on it (its writes are batched, its deadline on its wheel if it has one).
  */
 export function request<T>(
   operation: string,
   deadline: number,
   start: (done: (error: unknown, value?: T) => void) => void,
   late?: (value: T) => void,
+  client?: Client,
 ): Promise<T> {
+  if (client !== undefined) batchWrites(client);
+  const wheel = client === undefined ? undefined : wheels.get(client);
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const timer = setTimeout(
-      () => {
-        settled = true;
-        reject(new OperationTimeoutError(operation));
-      },
-      Math.max(0, deadline - Date.now()),
-    );
+    const expire = (): void => {
+      settled = true;
+      reject(new OperationTimeoutError(operation));
+    };
+    const waitMs = Math.max(0, deadline - Date.now());
+    const watch = wheel?.watch(waitMs, expire);
+    const timer = watch === undefined ? setTimeout(expire, waitMs) : undefined;
     start((error, value) => {
       if (settled) {
         if (!error && late) late(value as T);
         return;
       }
       settled = true;
-      clearTimeout(timer);
+      if (watch !== undefined) watch.cancel();
+      else clearTimeout(timer);
       if (error) reject(error instanceof Error ? error : new Error(String(error)));
       else resolve(value as T);
     });
@@ -66,8 +85,13 @@ export function create(
   deadline: number,
   late?: (path: string) => void,
 ): Promise<string> {
-  batchWrites(client);
-  return request<string>('create', deadline, (done) => client.create(path, data, mode, (error, created) => done(error, created)), late);
+  return request<string>(
+    'create',
+    deadline,
+    (done) => client.create(path, data, mode, (error, created) => done(error, created)),
+    late,
+    client,
+  );
 }
 
 /** node-zookeeper-client's connection state: the zxid of the last reply header it read. */
@@ -91,7 +115,6 @@ export function createReturningZxid(
   deadline: number,
   late?: (created: { readonly path: string }) => void,
 ): Promise<{ readonly path: string; readonly czxid: Buffer | undefined }> {
-  batchWrites(client);
   return request<{ readonly path: string; readonly czxid: Buffer | undefined }>(
     'create',
     deadline,
@@ -101,28 +124,37 @@ export function createReturningZxid(
         done(error, { path: created, czxid: Buffer.isBuffer(zxid) && zxid.length === 8 ? Buffer.from(zxid) : undefined });
       }),
     late,
+    client,
   );
 }
 
 export function mkdirp(client: Client, path: string, deadline: number): Promise<string> {
-  batchWrites(client);
-  return request<string>('mkdirp', deadline, (done) => client.mkdirp(path, (error, created) => done(error, created)));
+  return request<string>('mkdirp', deadline, (done) => client.mkdirp(path, (error, created) => done(error, created)), undefined, client);
 }
 
 export function remove(client: Client, path: string, deadline: number): Promise<void> {
-  batchWrites(client);
-  return request<void>('delete', deadline, (done) => client.remove(path, -1, (error) => done(error)));
+  return request<void>('delete', deadline, (done) => client.remove(path, -1, (error) => done(error)), undefined, client);
 }
 
 export function getChildren(client: Client, path: string, deadline: number): Promise<string[]> {
-  batchWrites(client);
-  return request<string[]>('getChildren', deadline, (done) => client.getChildren(path, (error, children) => done(error, children)));
+  return request<string[]>(
+    'getChildren',
+    deadline,
+    (done) => client.getChildren(path, (error, children) => done(error, children)),
+    undefined,
+    client,
+  );
 }
 
 /** exists() without a watch: the Stat, or undefined when there is no node. */
 export function stat(client: Client, path: string, deadline: number): Promise<Stat | undefined> {
-  batchWrites(client);
-  return request<Stat | undefined>('exists', deadline, (done) => client.exists(path, (error, found) => done(error, found ?? undefined)));
+  return request<Stat | undefined>(
+    'exists',
+    deadline,
+    (done) => client.exists(path, (error, found) => done(error, found ?? undefined)),
+    undefined,
+    client,
+  );
 }
 
 /**
@@ -130,8 +162,7 @@ export function stat(client: Client, path: string, deadline: number): Promise<St
  * behind on a missing node, getData fails with NO_NODE and sets none).
  */
 export function watchData(client: Client, path: string, watcher: (event: Event) => void, deadline: number): Promise<void> {
-  batchWrites(client);
-  return request<void>('getData', deadline, (done) => client.getData(path, watcher, (error) => done(error)));
+  return request<void>('getData', deadline, (done) => client.getData(path, watcher, (error) => done(error)), undefined, client);
 }
 
 /** getData without a watch: the data and Stat, or undefined when there is no node. */
@@ -140,19 +171,22 @@ export function getDataAndStat(
   path: string,
   deadline: number,
 ): Promise<{ readonly data: Buffer; readonly stat: Stat } | undefined> {
-  batchWrites(client);
-  return request<{ readonly data: Buffer; readonly stat: Stat } | undefined>('getData', deadline, (done) =>
-    client.getData(path, (error, data, found) => {
-      if (isNoNode(error)) done(null, undefined);
-      else done(error, { data: data ?? Buffer.alloc(0), stat: found });
-    }),
+  return request<{ readonly data: Buffer; readonly stat: Stat } | undefined>(
+    'getData',
+    deadline,
+    (done) =>
+      client.getData(path, (error, data, found) => {
+        if (isNoNode(error)) done(null, undefined);
+        else done(error, { data: data ?? Buffer.alloc(0), stat: found });
+      }),
+    undefined,
+    client,
   );
 }
 
 /** setData guarded by `version` (BAD_VERSION when the node changed since it was read). */
 export function setDataAt(client: Client, path: string, data: Buffer, version: number, deadline: number): Promise<void> {
-  batchWrites(client);
-  return request<void>('setData', deadline, (done) => client.setData(path, data, version, (error) => done(error)));
+  return request<void>('setData', deadline, (done) => client.setData(path, data, version, (error) => done(error)), undefined, client);
 }
 
 export const isBadVersion = (error: unknown): boolean => errorCode(error) === Exception.BAD_VERSION;

@@ -1,7 +1,8 @@
-import { BackendUnavailableError, LockLostError, type Grant } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, DeadlineWheel, LockLostError, type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
 import { Heartbeat } from './heartbeat.js';
+import { boundOnWheel } from './operations.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 
 /** A held lock that must hear about the end of its session. */
@@ -48,6 +49,8 @@ export class ZooKeeperSession {
   private closed = false;
   /** Clients being closed in the background (after an expiry): close() waits for them too. */
   private readonly closing = new Set<Promise<void>>();
+  /** Every request's deadline, on one timer (operations.ts); stopped by close(). */
+  private readonly deadlines = new DeadlineWheel();
 
   constructor(
     private readonly options: ResolvedZooKeeperOptions,
@@ -119,6 +122,7 @@ export class ZooKeeperSession {
     if (client) await this.closeClient(client);
     await Promise.all([...this.closing]);
     for (const wake of [...this.waiters]) wake();
+    this.deadlines.stop();
   }
 
   private open(): Client {
@@ -129,6 +133,7 @@ export class ZooKeeperSession {
       retries: 0,
     });
     this.client = client;
+    boundOnWheel(client, this.deadlines);
     this.ended = new AbortController();
     this.connected = false;
     this.everConnected = false;
