@@ -21,6 +21,32 @@ const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode
 const request = (key: string, ttlMs = 10_000): AcquireRequest => ({ key, owner: 'o', ttlMs, onLost: () => undefined });
 
 describe('postgres:lease', () => {
+  it('a LISTEN session that ends while waiters wait is opened again by their heartbeat tick, not only by the next acquire', async () => {
+    const [holder, waiter] = [backend(), backend()];
+    const listening = async (): Promise<number[]> =>
+      (
+        await admin.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = 'deadbolt' AND query LIKE 'LISTEN \"deadbolt_grant_%'",
+        )
+      ).rows.map((row) => row.pid);
+    try {
+      const held = await holder.tryAcquire(request('relisten'));
+      expect(held.acquired).toBe(true);
+      const waiting = waiter.acquire!(request('relisten'), Date.now() + 20_000, new AbortController().signal);
+      await expect.poll(listening, { timeout: 10_000 }).toHaveLength(1);
+      const [first] = await listening();
+      await admin.query('SELECT pg_terminate_backend($1)', [first]);
+      // The waiter's process shares one session with the holder's: a new one, with the grant channel LISTENed again.
+      await expect.poll(async () => (await listening()).filter((pid) => pid !== first), { timeout: 10_000 }).toHaveLength(1);
+      if (held.acquired) await holder.release(held.grant);
+      const grant = await waiting;
+      expect(grant).toBeDefined();
+      await waiter.release(grant!);
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
+    }
+  });
+
   it('named statements the server no longer knows (a transaction-pooling PgBouncer) are turned off and the call resent unnamed', async () => {
     // One connection the test can reach: the application's pool of size 1.
     const pool = new pg.Pool({ connectionString: server.url, max: 1 });

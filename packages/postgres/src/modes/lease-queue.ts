@@ -328,6 +328,9 @@ export class LeaseQueue {
       return;
     }
     this.ticking = true;
+    // A LISTEN that failed (a connect timed out under load, a broken session) is retried here, not
+    // only by the next acquire: meanwhile grants are found by the heartbeat below, up to a tick late each.
+    if (waiters.length > 0) void this.port.listener.grantsReady();
     const sentAt = Date.now();
     try {
       await Promise.all([
