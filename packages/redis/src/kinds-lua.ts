@@ -15,11 +15,15 @@
  * starve (Redisson's RReadWriteLock admits readers past a waiting writer), and nobody polls
  * (redis-semaphore polls on client clocks).
  */
-const kindFragmentLua = `-- kind fragment (see kinds-lua.ts): holders, meta, queue, waiters, fence
+const kindPreludeLua = `-- kind prelude (see kinds-lua.ts): holders, meta, queue, waiters, fence
 if redis.replicate_commands then redis.replicate_commands() end -- TIME before writes (Redis < 5)
 local holdersKey, metaKey, queueKey, waitersKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+`;
+
+/** The functions of the general path, defined after a script's uncontended fast path (closures cost per call). */
+const kindFragmentLua = `-- kind fragment (see kinds-lua.ts)
 
 -- client id, ttl, mode of a token; nil for text this module did not write
 local function parse(token)
@@ -98,7 +102,7 @@ local function tidy()
 end
 `;
 
-export const kindAcquireLua = `${kindFragmentLua}
+export const kindAcquireLua = `${kindPreludeLua}
 -- read / write / permit, acquire, re-check and heartbeat in one script (idempotent per token).
 -- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] waiter lease ms, ARGV[4] join ('1' queue, '0' never: a
 -- tryAcquire neither barges past the queue nor joins it), ARGV[5] grant channel prefix, ARGV[6]
@@ -107,7 +111,26 @@ export const kindAcquireLua = `${kindFragmentLua}
 -- returns {1, fence} when held (taken now, or granted earlier: extended to the ttl), {0, ms to the
 -- first holder's lease end or -1} otherwise, {-1, stored permits} when the semaphore has another size
 local token, ttl = ARGV[1], tonumber(ARGV[2])
-local _, _, mode = parse(token)
+local mode = string.match(token, '^[^.]+%.%d+%.([rwp])')
+-- The uncontended acquire: no holder, no queue, no meta (so no stored permits and no downgrade):
+-- any kind fits, nothing to purge or grant, and both keys live exactly as long as this hold. Half
+-- the commands of the general path below, which gives the same answer here.
+if redis.call('EXISTS', holdersKey, queueKey, metaKey) == 0 then
+  local fence = redis.call('INCR', fenceKey)
+  local untilMs = now + ttl
+  redis.call('ZADD', holdersKey, untilMs, token)
+  if mode == 'w' then
+    redis.call('HSET', metaKey, token, fence, 'writer', token)
+  elseif ARGV[7] ~= '' then
+    redis.call('HSET', metaKey, token, fence, 'permits', ARGV[7])
+  else
+    redis.call('HSET', metaKey, token, fence)
+  end
+  redis.call('PEXPIREAT', holdersKey, untilMs)
+  redis.call('PEXPIREAT', metaKey, untilMs)
+  return {1, fence}
+end
+${kindFragmentLua}
 purge()
 if ARGV[7] ~= '' then
   local stored = redis.call('HGET', metaKey, 'permits')
@@ -153,11 +176,19 @@ if first[2] then return {0, tonumber(first[2]) - now} end
 return {0, -1}
 `;
 
-export const kindReleaseLua = `${kindFragmentLua}
+export const kindReleaseLua = `${kindPreludeLua}
 -- read / write / permit, release: only our own hold; the room it frees goes to the queue's head(s).
 -- A retried release (lost reply) finds nothing of ours and touches nothing else.
 -- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
 -- returns 1 when the hold was ours, 0 otherwise
+-- The uncontended release: ours is the only hold, still running, and nobody waits: nothing to
+-- purge or grant, and the primitive's keys go (as tidy() would remove them below).
+local score = redis.call('ZSCORE', holdersKey, ARGV[1])
+if score and tonumber(score) > now and redis.call('ZCARD', holdersKey) == 1 and redis.call('EXISTS', queueKey) == 0 then
+  redis.call('DEL', holdersKey, metaKey)
+  return 1
+end
+${kindFragmentLua}
 purge()
 local ours = release(ARGV[1])
 grantWaiting(ARGV[2], ARGV[3])
@@ -165,7 +196,7 @@ tidy()
 return ours
 `;
 
-export const kindLeaveLua = `${kindFragmentLua}
+export const kindLeaveLua = `${kindPreludeLua}${kindFragmentLua}
 -- read / write / permit, a waiter gives up (timeout, abort, an attempt whose answer was lost): no
 -- entry is left; a grant that raced the give-up is released; whoever now fits is granted (a
 -- writer leaving the head lets the readers behind it in).
@@ -180,7 +211,7 @@ tidy()
 return granted + 1
 `;
 
-export const kindRenewLua = `${kindFragmentLua}
+export const kindRenewLua = `${kindPreludeLua}${kindFragmentLua}
 -- read / write / permit, renew: a new lease end (server clock) for a hold that is still ours and
 -- still running; a lease already ended is not revived (another waiter may be about to get its room).
 -- ARGV[1] token, ARGV[2] ttl ms
