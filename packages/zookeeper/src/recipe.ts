@@ -54,6 +54,8 @@ export async function deleteNode(run: RecipeRun, path: string): Promise<void> {
 export interface Contender {
   readonly path: string;
   readonly czxid: Buffer | undefined;
+  /** Made by the first create sent (no retry, no in-doubt search): a listing sent right after that create sees it. */
+  readonly firstSend?: boolean;
 }
 
 /** Our node once it holds: the fence is its czxid. */
@@ -68,7 +70,7 @@ export interface HeldNode {
  * (Curator's CreateBuilderImpl.findProtectedNodeInForeground). A reply that arrives after we
  * stopped waiting, for a node we did not adopt, is deleted.
  */
-export async function createContender(run: RecipeRun, deadline: number): Promise<Contender> {
+export async function createContender(run: RecipeRun, deadline: number, afterFirstSend?: () => void): Promise<Contender> {
   const guid = newGuid();
   const prefix = nodePrefix(run.lockPath, guid, run.nodeName);
   let adopted: string | undefined;
@@ -92,7 +94,7 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
     for (let attempt = 0; attempt === 0 || parentJustMade || Date.now() < deadline; attempt += 1) {
       parentJustMade = false;
       try {
-        const created = await createReturningZxid(
+        const sending = createReturningZxid(
           run.client,
           prefix,
           run.data,
@@ -100,8 +102,12 @@ export async function createContender(run: RecipeRun, deadline: number): Promise
           opDeadline(run),
           (node) => late(node.path),
         );
+        // The create is on the wire (node-zookeeper-client queues it synchronously): what the caller
+        // sends now is answered after it.
+        if (attempt === 0) afterFirstSend?.();
+        const created = await sending;
         finish(created.path);
-        return created;
+        return attempt === 0 ? { ...created, firstSend: true } : created;
       } catch (error) {
         lastError = error;
         if (isNoNode(error)) {
@@ -159,9 +165,12 @@ export async function listBeside(
   return own !== undefined && children.includes(baseName(ours.path)) ? { children, czxid: own.czxid } : undefined;
 }
 
-/** The mutex's look: ours holds when it sorts first among the contenders, else it watches the one before it. */
-export async function position(run: RecipeRun, ours: Contender): Promise<PredecessorStanding> {
-  const listed = await listBeside(run, ours);
+/**
+ * The mutex's look: ours holds when it sorts first among the contenders, else it watches the one
+ * before it. `listing`: children already asked for (sent after our create), instead of a new request.
+ */
+export async function position(run: RecipeRun, ours: Contender, listing?: Promise<string[]>): Promise<PredecessorStanding> {
+  const listed = await listBeside(run, ours, listing === undefined ? undefined : () => listing);
   if (listed === undefined) return { kind: 'gone' };
   const before = predecessorOf(listed.children, baseName(ours.path), run.nodeName);
   if (before === undefined) return { kind: 'gone' };
@@ -262,20 +271,38 @@ const never = new AbortController().signal;
  * change that may let it hold and look again; a node the session lost is replaced by a new one.
  * `wait` false is tryAcquire: not holding means busy, and our node goes at once. Resolves with our
  * node (path and stat) when it holds, or undefined after a give-up (node deleted).
+ * `pipelineFirstLook`: the first listing is sent right behind the create instead of after its reply.
+ * ZooKeeper executes one session's requests in the order they were sent ("FIFO client order", ZooKeeper
+ * Programmer's Guide, Consistency Guarantees), so that listing already holds our node when the create
+ * succeeded; if the create failed or is in doubt, the listing is ignored and the loop looks as before.
  */
 export async function runContenderLoop(
   run: RecipeRun,
   wait: boolean,
   deadline: number,
   signal: AbortSignal | undefined,
-  look: (ours: Contender) => Promise<Standing>,
+  look: (ours: Contender, listing?: Promise<string[]>) => Promise<Standing>,
+  pipelineFirstLook = false,
 ): Promise<HeldNode | undefined> {
   for (;;) {
-    const contender = await createContender(run, deadline);
+    let prefetched: Promise<string[]> | undefined;
+    const contender = await createContender(
+      run,
+      deadline,
+      pipelineFirstLook
+        ? () => {
+            prefetched = sharedGetChildren(run.client, run.lockPath, run.operationTimeoutMs);
+            // Used only if the create succeeds at once; otherwise its outcome does not matter.
+            prefetched.catch(() => undefined);
+          }
+        : undefined,
+    );
     const ours = contender.path;
+    let firstListing = contender.firstSend === true ? prefetched : undefined;
     try {
       for (;;) {
-        const where = await look(contender);
+        const where = await look(contender, firstListing);
+        firstListing = undefined;
         if (where.kind === 'gone') break; // the session lost our node: start over with a new one
         if (where.kind === 'holds') return { path: ours, czxid: where.czxid };
         if (!wait || Date.now() >= deadline || signal?.aborted) {
@@ -308,5 +335,7 @@ export function runLockRecipe(
   deadline: number,
   signal: AbortSignal | undefined,
 ): Promise<HeldNode | undefined> {
-  return runContenderLoop(run, wait, deadline, signal, (ours) => position(run, ours));
+  // The first look is pipelined behind the create: one round trip for an uncontended acquire where the
+  // recipe as written (and the bare loop) waits for the create's reply before listing.
+  return runContenderLoop(run, wait, deadline, signal, (ours, listing) => position(run, ours, listing), true);
 }
