@@ -1,9 +1,11 @@
 import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { addAbortHandler, removeAbortHandler } from '../abort-fan-out.js';
 import { GrantChannel } from '../grant-channel.js';
 import { fenceKey, siblingKey, slotOf, tagOfSlot } from '../keys.js';
 import { pipelined } from '../pipeline.js';
+import { standaloneGrantPrefix } from '../lua.js';
 import { pair, queueScript, runScript, type ScriptName } from '../scripts.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
@@ -188,11 +190,12 @@ export class FairMode implements LockMode {
     if (this.unextended.size > 0) this.unextended.delete(grant as FairGrant);
     return (
       Number(
-        await runScript(this.connection, 'fair-release', this.keysOf(grant.key), [
-          grant.token,
-          this.channelPrefix(grant.key),
-          this.publish,
-        ]),
+        await runScript(
+          this.connection,
+          'fair-release',
+          this.keysOf(grant.key),
+          this.settings.cluster ? [grant.token, this.channelPrefix(grant.key), this.publish] : [grant.token],
+        ),
       ) === 1
     );
   }
@@ -226,7 +229,7 @@ export class FairMode implements LockMode {
    * channel must live in the key's slot (SPUBLISH from a script): one shard channel per slot.
    */
   private channelPrefix(key: string): string {
-    return this.settings.cluster ? `{${tagOfSlot(slotOf(key))}}:deadbolt:grant:` : 'deadbolt:grant:';
+    return this.settings.cluster ? `{${tagOfSlot(slotOf(key))}}:${standaloneGrantPrefix}` : standaloneGrantPrefix;
   }
 
   /** "<clientId>.<ttl>.<n>": unique per backend (random client id), and the scripts read the rest. */
@@ -237,14 +240,11 @@ export class FairMode implements LockMode {
 
   /** fair-acquire: its reply is a pair() (the callers parse it, so the hot path has no promise layer here). */
   private attempt(request: AcquireRequest, token: string, join: '0' | '1'): Promise<unknown> {
-    return runScript(this.connection, 'fair-acquire', this.keysOf(request.key), [
-      token,
-      request.ttlMs,
-      this.settings.waiterLeaseMs,
-      join,
-      this.channelPrefix(request.key),
-      this.publish,
-    ]);
+    const { ttlMs, key } = request;
+    const lease = this.settings.waiterLeaseMs;
+    // On a single server the script defaults the channel arguments (standaloneGrantPrefix, PUBLISH).
+    const args = this.settings.cluster ? [token, ttlMs, lease, join, this.channelPrefix(key), this.publish] : [token, ttlMs, lease, join];
+    return runScript(this.connection, 'fair-acquire', this.keysOf(key), args);
   }
 
   /**
@@ -286,7 +286,7 @@ export class FairMode implements LockMode {
       const finish = (): void => {
         waiter.done = true;
         if (timer !== undefined) clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
+        removeAbortHandler(signal, leave);
         this.waiters.delete(token);
         if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
       };
@@ -322,7 +322,6 @@ export class FairMode implements LockMode {
         const left = this.giveUp(waiter);
         left.then(() => resolve(undefined), reject);
       };
-      const onAbort = (): void => leave();
       const onTimer = (): void => {
         timer = undefined;
         if (waiter.done) return;
@@ -354,7 +353,7 @@ export class FairMode implements LockMode {
       const early = this.inFlight.get(token);
       this.inFlight.delete(token);
       if (signal.aborted || this.closed) return leave();
-      signal.addEventListener('abort', onAbort, { once: true });
+      addAbortHandler(signal, leave);
       this.startTicking();
       waiter.stillWaiting(pttl, sentAt);
       // A grant message that beat the queueing script's reply: take it now.
@@ -460,11 +459,17 @@ export class FairMode implements LockMode {
       ...grants.map((grant) => ({ name: 'compare-pexpire' as const, keys: [grant.key], args: [grant.token, grant.ttlMs] })),
     ];
     try {
-      const replies = await pipelined(
-        this.connection,
-        calls.map((call) => call.keys[0]!),
-        (pipeline, index) => queueScript(pipeline, calls[index]!.name, calls[index]!.keys, calls[index]!.args),
-      );
+      // One call (one waiter, the usual case per client) goes as a prepared command: an ioredis
+      // pipeline builds a closure per defined script, and every client's tick would pay it.
+      const only = calls.length === 1 ? calls[0]! : undefined;
+      const replies =
+        only !== undefined
+          ? [await runScript(this.connection, only.name, only.keys, only.args)]
+          : await pipelined(
+              this.connection,
+              calls.map((call) => call.keys[0]!),
+              (pipeline, index) => queueScript(pipeline, calls[index]!.name, calls[index]!.keys, calls[index]!.args),
+            );
       for (const [index, waiter] of waiters.entries()) {
         const [held, value] = pair(replies[index]);
         const { request, token } = waiter;
