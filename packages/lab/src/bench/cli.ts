@@ -31,7 +31,7 @@ interface Measurement {
  * ~2.5 s each in all (~0.75 s with --quick), in alternating slices: see interleave.ts.
  */
 function scheduleFor(quick: boolean): SliceSchedule {
-  return quick ? { rounds: 3, sliceMs: 220 } : { rounds: 6, sliceMs: 400 };
+  return quick ? { rounds: 3, sliceMs: 220 } : { rounds: 10, sliceMs: 250 };
 }
 
 function planMeasurements(
