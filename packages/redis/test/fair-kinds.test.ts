@@ -10,7 +10,8 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisBackend, slotOf } from '../src/index.js';
 import { kindKeys } from '../src/modes/fair-kinds.js';
-import { Opened } from './support.js';
+import { getEventListeners } from 'node:events';
+import { Opened, request } from './support.js';
 
 let server: ServerHandle;
 const opened = new Opened();
@@ -139,6 +140,29 @@ describe('redis fair mode: read-write locks and semaphores', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+
+  it('waiters sharing one abort signal (a client queues them all under its close signal) add one listener to it, and all leave when it aborts', async () => {
+    const backend = opened.backend(server.url, { mode: 'fair', waiterLeaseMs: 3_000 });
+    const permit = { ...request('fan:s'), kind: { type: 'permit', permits: 1 } as const };
+    const held = await backend.acquire!(permit, Date.now() + 1_000, new AbortController().signal);
+    expect(held).toBeDefined();
+    const shared = new AbortController();
+    let queued = 0;
+    let allQueued: () => void = () => undefined;
+    const thirtyQueued = new Promise<void>((resolve) => {
+      allQueued = resolve;
+    });
+    const waiter = { ...permit, onContended: () => (++queued === 30 ? allQueued() : undefined) };
+    const waiting = Array.from({ length: 30 }, () => backend.acquire!(waiter, Date.now() + 10_000, shared.signal));
+    await thirtyQueued;
+    const raw = opened.raw(server.url);
+    expect(await raw.llen('{fan:s}:sem:queue')).toBe(30);
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(1);
+    shared.abort(new Error('test abort'));
+    expect(await Promise.all(waiting)).toEqual(Array.from({ length: 30 }, () => undefined));
+    expect(await raw.exists('{fan:s}:sem:queue', '{fan:s}:sem:waiters')).toBe(0);
+    expect(await backend.release(held!)).toBe(true);
   });
 
   it('acquireAll takes the free keys and joins every busy queue in one script; an abort leaves no entry and no key behind', async () => {

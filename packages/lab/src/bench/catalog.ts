@@ -1,6 +1,6 @@
 import type { ServerHandle } from '@deadbolt/conformance/servers';
 import { openDeadbolt, openDeadboltReadWrite, openDeadboltSemaphore } from './deadbolt.js';
-import type { PrimitiveRun } from './primitives.js';
+import { type PrimitiveRun, semaphorePermits, semaphoreWorkers } from './primitives.js';
 import { openNodeRedlock, openRedisSemaphore, openRedisSemaphorePermits } from './raw/peers.js';
 import { openRawMemcached } from './raw/memcached.js';
 import { openRawPostgres } from './raw/postgres.js';
@@ -73,9 +73,8 @@ async function startWarm(
   return server;
 }
 
-/** The semaphore rows' shape (issue 16): 5 permits, 20 workers. */
-const permits = 5;
-const sharedWorkers = 20;
+const permits = semaphorePermits;
+const sharedWorkers = semaphoreWorkers;
 
 /**
  * The primitive rows of one Deadbolt URL whose mutex rows carry mode `mode`: uncontended permit,
@@ -89,11 +88,14 @@ function primitiveRuns(
   ttlMs: number,
   holdsMs: readonly number[],
   peer?: () => Promise<Mutex>,
+  handoff?: () => Promise<Mutex>,
 ): PrimitiveRun[] {
   const semaphore = subject(backend, `${mode} semaphore(${permits})`, 'deadbolt', () => openDeadboltSemaphore(url, ttlMs, permits));
   const readHeavy = subject(backend, `${mode} rw 90% reads`, 'deadbolt', () => openDeadboltReadWrite(url, ttlMs, 0.9));
   const mutex = subject(backend, mode, 'deadbolt', () => openDeadbolt(url, ttlMs));
   const peerSemaphore = peer && subject(backend, `Semaphore(${permits})`, 'redis-semaphore', peer);
+  // The limit of a FIFO permit hand-off on that server: `permits` tokens in a list, BLPOP / LPUSH.
+  const handoffSemaphore = handoff && subject(backend, `BLPOP/LPUSH ${permits} tokens`, 'token-handoff', handoff);
   const one = (s: Subject, workload: PrimitiveRun['workload']): PrimitiveRun => ({ subject: s, workload, workers: 1, holdMs: 0 });
   return [
     one(semaphore, 'permit-uncontended'),
@@ -109,6 +111,7 @@ function primitiveRuns(
     ...holdsMs.flatMap((holdMs) => [
       { subject: semaphore, workload: 'semaphore-5x20' as const, workers: sharedWorkers, holdMs },
       ...(peerSemaphore ? [{ subject: peerSemaphore, workload: 'semaphore-5x20' as const, workers: sharedWorkers, holdMs }] : []),
+      ...(handoffSemaphore ? [{ subject: handoffSemaphore, workload: 'semaphore-5x20' as const, workers: sharedWorkers, holdMs }] : []),
       { subject: readHeavy, workload: 'rw-90-10x20' as const, workers: sharedWorkers, holdMs },
       { subject: mutex, workload: 'rw-90-10x20' as const, workers: sharedWorkers, holdMs },
     ]),
@@ -146,8 +149,14 @@ export function backendPlans(starters: Starters): BackendPlan[] {
       },
       scaleUrls: (server) => ['setnx', 'fair', 'hash-reentrant'].map((mode) => ({ mode, url: withMode(server!.url, mode) })),
       primitives: (server, ttlMs, holdsMs) =>
-        primitiveRuns('redis', 'fair', withMode(server!.url, 'fair'), ttlMs, holdsMs, () =>
-          openRedisSemaphorePermits(server!.url, ttlMs, permits),
+        primitiveRuns(
+          'redis',
+          'fair',
+          withMode(server!.url, 'fair'),
+          ttlMs,
+          holdsMs,
+          () => openRedisSemaphorePermits(server!.url, ttlMs, permits),
+          () => openRawTokenHandoff(server!.url, permits),
         ),
     },
     {

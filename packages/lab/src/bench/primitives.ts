@@ -41,9 +41,19 @@ function mutexBaseline(row: BenchRow, rows: readonly BenchRow[]): BenchRow | und
   );
 }
 
-/** Adds `vsMutex` (ops/s over the mutex's, same run) to the notes of every Deadbolt primitive row. */
+/**
+ * Adds `vsMutex` (ops/s over the mutex's, same run) to the notes of every Deadbolt primitive row, and
+ * to each semaphore row with a hold `boundPerSec`: P permits held h ms each cannot be acquired more
+ * than P / h times a second, whatever the lock (the BLPOP/LPUSH token row measures the bound at hold 0).
+ */
+/** The semaphore rows' shape (issue 16): 5 permits, 20 workers. */
+export const semaphorePermits = 5;
+export const semaphoreWorkers = 20;
+
 export function addMutexRatios(rows: BenchRow[]): void {
   for (const row of rows) {
+    if (row.workload === 'semaphore-5x20' && (row.holdMs ?? 0) > 0)
+      row.extra = { ...row.extra, boundPerSec: round((semaphorePermits * 1000) / row.holdMs!, 0) };
     if (row.subject !== 'deadbolt' || row.mode.split(' ').length < 2) continue;
     const baseline = mutexBaseline(row, rows);
     if (baseline && baseline.opsPerSec > 0) row.extra = { ...row.extra, vsMutex: round(row.opsPerSec / baseline.opsPerSec, 2) };

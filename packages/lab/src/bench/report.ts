@@ -83,7 +83,7 @@ export function renderTable(rows: BenchRow[]): string {
     format(row.maxMs),
     format(row.fairness),
     row.ratioToRaw === null ? '-' : `${row.ratioToRaw}x`,
-    row.workload.startsWith('contended') ? peerRatio(row, rows, 'token-handoff') : '-',
+    row.workload.startsWith('contended') || row.workload.startsWith('semaphore') ? peerRatio(row, rows, 'token-handoff') : '-',
     peerRatio(row, rows, 'node-redlock'),
     peerRatio(row, rows, 'redis-semaphore'),
     Object.entries(row.extra ?? {})
@@ -121,7 +121,8 @@ export function writeResults(directory: string, machine: MachineDescription, met
     `Machine: ${machine.cpus} x ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}; servers: ${machine.servers} on loopback.`,
     'Every ratio compares figures measured in this same run: "vs raw" is throughput over the bare protocol on the raw client',
     '(ops/s), "vs hand-off" compares contended owner changes/s with a bare BLPOP/LPUSH token passed between the same number of',
-    'workers (the limit of a hand-off on that server), "vs redlock" / "vs semaphore" compare owner changes/s under contention',
+    'workers (the limit of a hand-off on that server; on semaphore rows acquisitions/s against one token per permit, and',
+    '`boundPerSec` is permits / hold), "vs redlock" / "vs semaphore" compare owner changes/s under contention',
     "(ops/s otherwise) with node-redlock v5 and redis-semaphore's Mutex at their default settings. Absolute numbers depend on",
     'the machine; the ratios are the result.',
     method.interleaved

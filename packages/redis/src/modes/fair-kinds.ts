@@ -9,6 +9,7 @@ import {
 } from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { onAbort } from '../abort-fanout.js';
 import { runFairEnqueueMany } from '../fair-multi-lua.js';
 import { GrantChannel } from '../grant-channel.js';
 import { siblingKey, slotOf, tagOfSlot } from '../keys.js';
@@ -71,8 +72,26 @@ export function kindKeys(key: string, kind: 'rw' | 'sem'): string[] {
   return ['holders', 'meta', 'queue', 'waiters', 'fence'].map((part) => siblingKey(key, `${kind}:${part}`));
 }
 
-function keysOf(key: string, token: string): string[] {
-  return kindKeys(key, token.charAt(token.lastIndexOf('.') + 1) === 'p' ? 'sem' : 'rw');
+/** How many keys' script KEYS each primitive remembers (see keysOf). */
+const keyCacheSize = 1_024;
+
+/**
+ * kindKeys(key, …) of a token's primitive, remembered for the keys in use (as the fair mutex's
+ * keysOf): five sibling names built on every acquire, release and heartbeat otherwise. Bounded:
+ * cleared when it fills up.
+ */
+const keyCaches = { rw: new Map<string, readonly string[]>(), sem: new Map<string, readonly string[]>() };
+
+function keysOf(key: string, token: string): readonly string[] {
+  const kind = letterOf(token) === 'p' ? 'sem' : 'rw';
+  const cache = keyCaches[kind];
+  let keys = cache.get(key);
+  if (keys === undefined) {
+    if (cache.size >= keyCacheSize) cache.clear();
+    keys = kindKeys(key, kind);
+    cache.set(key, keys);
+  }
+  return keys;
 }
 
 function pair(reply: unknown): [number, number] {
@@ -435,10 +454,11 @@ export class FairKinds implements LockMode {
   ): Promise<Grant | undefined> {
     return new Promise<Grant | undefined>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
+      let detach: (() => void) | undefined;
       const finish = (): void => {
         waiter.done = true;
         if (timer !== undefined) clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
+        detach?.();
         this.waiters.delete(token);
         if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
       };
@@ -473,7 +493,7 @@ export class FairKinds implements LockMode {
         finish();
         this.giveUp(request, token).then(() => resolve(undefined), reject);
       };
-      const onAbort = (): void => leave();
+      const onAborted = (): void => leave();
       const onTimer = (): void => {
         timer = undefined;
         if (waiter.done) return;
@@ -498,7 +518,8 @@ export class FairKinds implements LockMode {
       const early = this.inFlight.get(token);
       this.inFlight.delete(token);
       if (signal.aborted || this.closed) return leave();
-      signal.addEventListener('abort', onAbort, { once: true });
+      // Many waiters share one signal (the client's close): one listener on it, O(1) per waiter.
+      detach = onAbort(signal, onAborted);
       this.startTicking();
       waiter.stillWaiting(retryMs, sentAt);
       // A grant message that beat the queueing script's reply: take it now.

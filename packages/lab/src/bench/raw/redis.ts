@@ -33,7 +33,7 @@ export async function openRawRedis(url: string, ttlMs: number): Promise<Mutex> {
  * blocked client (FIFO) and a hand-off costs one push and one pop. No lease, no owner check, no
  * fencing: nothing a lock could do faster. Each worker opens its own connection, as with the locks.
  */
-export async function openRawTokenHandoff(url: string): Promise<Mutex> {
+export async function openRawTokenHandoff(url: string, tokens = 1): Promise<Mutex> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   const seeded = new Set<string>();
@@ -42,8 +42,8 @@ export async function openRawTokenHandoff(url: string): Promise<Mutex> {
       const list = `${key}:token`;
       if (!seeded.has(key)) {
         seeded.add(key);
-        // The first worker on a key puts the one token in; the others find the marker.
-        if ((await redis.set(`${key}:seeded`, '1', 'NX')) === 'OK') await redis.lpush(list, 'token');
+        // The first worker on a key puts the tokens in (one per permit); the others find the marker.
+        if ((await redis.set(`${key}:seeded`, '1', 'NX')) === 'OK') await redis.lpush(list, ...Array<string>(tokens).fill('token'));
       }
       await redis.blpop(list, 0);
       return async () => {
