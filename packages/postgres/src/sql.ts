@@ -1,4 +1,4 @@
-import { createOnce } from './kinds-sql.js';
+import { createIndexOnce, createOnce } from './kinds-sql.js';
 
 /**
  * The lease mode's SQL: a FIFO queue on the server with the hand-off done in place (primitives.md
@@ -162,7 +162,7 @@ END $fn$`;
       `CREATE TABLE IF NOT EXISTS ${L} (key text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, expires_at timestamptz NOT NULL)`,
       `CREATE SEQUENCE IF NOT EXISTS ${seq}`,
       `CREATE TABLE IF NOT EXISTS ${W} (token text PRIMARY KEY, key text NOT NULL, seq bigint NOT NULL, channel text NOT NULL, ttl_ms float8 NOT NULL, deadline timestamptz NOT NULL)`,
-      `CREATE INDEX IF NOT EXISTS "${table.slice(0, 52)}_waiters_q" ON ${W} (key, seq)`,
+      createIndexOnce(`${qualifier}"${table.slice(0, 52)}_waiters_q"`, `ON ${W} (key, seq)`),
       `CREATE SEQUENCE IF NOT EXISTS ${wseq}`,
       `CREATE TABLE IF NOT EXISTS ${leaders} (key text PRIMARY KEY, token text NOT NULL, id text NOT NULL)`,
       // Each function once, under a transaction lock so that concurrent first clients do not race.

@@ -21,6 +21,33 @@ const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode
 const request = (key: string, ttlMs = 10_000): AcquireRequest => ({ key, owner: 'o', ttlMs, onLost: () => undefined });
 
 describe('postgres:lease', () => {
+  it('the schema re-run after an upgrade (its probe function missing) takes no lock on tables in use', async () => {
+    const first = createPostgresBackend(`${server.url}?mode=lease&table=upgraded`) as PostgresBackend;
+    const held = await first.tryAcquire(request('before'));
+    expect(held.acquired).toBe(true);
+    await first.close();
+    // As if this release were new: the function it probes for is not there yet.
+    await admin.query('DROP FUNCTION "upgraded_acquire_v2"(text, text, float8, boolean, text, float8)');
+    const inUse = new pg.Client({ connectionString: server.url });
+    await inUse.connect();
+    const upgraded = createPostgresBackend(`${server.url}?mode=lease&table=upgraded&statementTimeoutMs=1500`) as PostgresBackend;
+    try {
+      // Lock traffic in flight: a write to every lease table, its transaction open.
+      await inUse.query('BEGIN');
+      await inUse.query(`INSERT INTO upgraded (key, owner, fence, expires_at) VALUES ('busy', 'x', 0, now())`);
+      await inUse.query(`INSERT INTO upgraded_waiters (token, key, seq, channel, ttl_ms, deadline) VALUES ('t', 'busy', 0, 'c', 1, now())`);
+      await inUse.query(`INSERT INTO upgraded_kinds (key) VALUES ('busy')`);
+      await inUse.query(`INSERT INTO upgraded_holders (token, key, kind, fence, expires_at) VALUES ('t', 'busy', 'write', 0, now())`);
+      const grant = await upgraded.tryAcquire(request('after'));
+      expect(grant.acquired).toBe(true);
+      if (grant.acquired) await upgraded.release(grant.grant);
+    } finally {
+      await inUse.query('ROLLBACK').catch(() => undefined);
+      await inUse.end();
+      await upgraded.close();
+    }
+  });
+
   it('a LISTEN session that ends while waiters wait is opened again by their heartbeat tick, not only by the next acquire', async () => {
     const [holder, waiter] = [backend(), backend()];
     const listening = async (): Promise<number[]> =>
