@@ -6,12 +6,16 @@ interface WithSocket {
   readonly connectionManager?: { readonly socket?: Socket };
 }
 
-/** A socket that has sent a request in the current turn of the event loop; `corked` once a second one came. */
-interface Turn {
-  corked: boolean;
-}
+/** Sockets that sent a request in the current turn of the event loop: true once corked (a second one came). */
+const turn = new Map<Socket, boolean>();
+let turnEnds = false;
 
-const turns = new WeakMap<Socket, Turn>();
+/** The check phase after the turn: corked sockets send what they gathered, and a new turn starts. */
+function endTurn(): void {
+  turnEnds = false;
+  for (const [socket, corked] of turn) if (corked) socket.uncork();
+  turn.clear();
+}
 
 /**
  * Lets the requests a client sends within one turn of the event loop leave in one write.
@@ -22,23 +26,22 @@ const turns = new WeakMap<Socket, Turn>();
  * written at once, so a lone request (one lock, or one waiter per session) waits for nothing; from
  * the second on the socket is corked until the event loop's check phase (setImmediate runs right
  * after the I/O callbacks and their promise continuations), which sends them in one writev. Order on
- * the wire is unchanged.
+ * the wire is unchanged. One immediate per turn serves every socket of the process.
  */
 export function batchWrites(client: Client): void {
   const socket = (client as unknown as WithSocket).connectionManager?.socket;
   if (socket === undefined || socket.destroyed) return;
-  const turn = turns.get(socket);
-  if (turn === undefined) {
-    const fresh: Turn = { corked: false };
-    turns.set(socket, fresh);
-    setImmediate(() => {
-      turns.delete(socket);
-      if (fresh.corked) socket.uncork();
-    });
+  const corked = turn.get(socket);
+  if (corked === undefined) {
+    turn.set(socket, false);
+    if (!turnEnds) {
+      turnEnds = true;
+      setImmediate(endTurn);
+    }
     return;
   }
-  if (!turn.corked) {
-    turn.corked = true;
+  if (!corked) {
+    turn.set(socket, true);
     socket.cork();
   }
 }
