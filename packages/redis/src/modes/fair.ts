@@ -104,12 +104,15 @@ export class FairMode implements LockMode {
   private closed = false;
   private readonly leaving = new Set<Promise<unknown>>();
   private readonly keyCache = new Map<string, readonly string[]>();
+  /** The grant channel on a single server (one per client), named once. */
+  private readonly channel: string;
 
   constructor(
     private readonly connection: Redis | Cluster,
     private readonly settings: FairSettings,
   ) {
     this.heartbeatMs = Math.max(1, Math.floor(settings.waiterLeaseMs / 3));
+    this.channel = standaloneGrantPrefix + this.clientId;
     this.publish = settings.cluster ? 'SPUBLISH' : 'PUBLISH';
     this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
   }
@@ -358,7 +361,7 @@ export class FairMode implements LockMode {
       waiter.stillWaiting(pttl, sentAt);
       // A grant message that beat the queueing script's reply: take it now.
       if (early !== undefined) this.onGrantMessage(token, early);
-      const ready = this.grants.ready(this.channelPrefix(request.key) + this.clientId);
+      const ready = this.grants.ready(this.settings.cluster ? this.channelPrefix(request.key) + this.clientId : this.channel);
       // Queued before our subscription was live: a grant may already have been sent unheard.
       if (ready !== true) void ready.then(recheckNow);
     });
@@ -430,8 +433,21 @@ export class FairMode implements LockMode {
 
   private startTicking(): void {
     if (this.tickTimer !== undefined || this.closed) return;
-    this.tickTimer = setInterval(() => void this.tick(), this.heartbeatMs);
-    this.tickTimer.unref();
+    // The first beat at a random point of the period, then one every heartbeatMs (earlier than a
+    // beat is due is always safe): clients started together (a deploy; the bench's 50 workers in one
+    // process) would otherwise beat in the same millisecond, and that burst of re-check scripts
+    // stalls every hand-off in flight behind it.
+    const first = setTimeout(
+      () => {
+        if (this.tickTimer !== first) return;
+        this.tickTimer = setInterval(() => void this.tick(), this.heartbeatMs);
+        this.tickTimer.unref();
+        void this.tick();
+      },
+      Math.floor(Math.random() * this.heartbeatMs),
+    );
+    first.unref();
+    this.tickTimer = first;
   }
 
   private stopTicking(): void {
