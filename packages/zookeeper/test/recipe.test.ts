@@ -1,6 +1,7 @@
 import { exchange, startProxy, startZooKeeper, type ServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
 import { type Grant } from '@deadbolt/core/adapter';
+import { createRequire } from 'node:module';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend, type ZooKeeperBackend } from '../src/index.js';
@@ -76,6 +77,33 @@ describe('zookeeper lock recipe (standalone server)', () => {
     expect(names[0]).toBe(grant!.token.slice(grant!.token.lastIndexOf('/') + 1));
     await removeNode(raw, second);
     expect(await ours.release(grant!)).toBe(true);
+  });
+
+  it('an uncontended acquire sends its listing right behind its create, before the create is answered (one round trip)', async () => {
+    // The default parent cleanup delay: the parent outlives the first release, as for a key used in a loop.
+    const looping = createZooKeeperBackend(`${server.url}${base}?operationTimeoutMs=2000`);
+    backends.push(looping);
+    await looping.release(await grantOf(looping, 'pipelined')); // connects and makes the parent
+    const manager = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js') as {
+      prototype: { queue(request: { header?: { type?: number } }, callback?: (...args: unknown[]) => void): void };
+    };
+    const original = manager.prototype.queue;
+    const events: string[] = [];
+    const watched = new Set([1, 12, 2]); // create, getChildren2, delete (not a heartbeat's exists)
+    manager.prototype.queue = function (this: unknown, sent, callback) {
+      const type = sent.header?.type ?? -1;
+      if (watched.has(type)) events.push(`send ${type}`);
+      return original.call(this, sent, (...args: unknown[]) => {
+        if (watched.has(type)) events.push(`reply ${type}`);
+        callback?.(...args);
+      });
+    };
+    try {
+      await looping.release(await grantOf(looping, 'pipelined'));
+    } finally {
+      manager.prototype.queue = original;
+    }
+    expect(events).toEqual(['send 1', 'send 12', 'reply 1', 'reply 12', 'send 2', 'reply 2']);
   });
 
   it('10 waiters queue in order; each watches only its predecessor; each release triggers exactly one re-check', async () => {
