@@ -297,7 +297,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       const reentered = await this.reenter(backend, plan, request, reentry.reenter);
       if (reentered) return reentered;
     } else if (reentry.ask) {
-      request = { ...request, kind: reentry.ask };
+      // Spelled out, not spread (as `queued` below): every read, write and permit acquire passes here.
+      request = { key: request.key, owner: request.owner, ttlMs: request.ttlMs, kind: reentry.ask, onLost: request.onLost };
     }
     const sentAt = Date.now();
     // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
