@@ -1,3 +1,5 @@
+import { legacyKindFunction } from './legacy-sql.js';
+
 /**
  * Read-write locks and semaphores in lease mode (issue 16), on the same design as the mutex queue
  * (sql.ts): holders are rows with a server-clock expiry in `<table>_holders` (token, key, kind,
@@ -174,7 +176,9 @@ END $fn$`,
       createIndexOnce(`${qualifier}"${table.slice(0, 52)}_holders_k"`, `ON ${H} (key)`),
       `CREATE TABLE IF NOT EXISTS ${KW} (token text PRIMARY KEY, key text NOT NULL, seq bigint NOT NULL, kind text NOT NULL, permits integer NOT NULL, channel text NOT NULL, ttl_ms float8 NOT NULL, deadline timestamptz NOT NULL)`,
       createIndexOnce(`${qualifier}"${table.slice(0, 51)}_kwaiters_q"`, `ON ${KW} (key, seq)`),
-      ...functions.map(([name, args, body]) => createOnce(name, args, body)),
+      ...functions.slice(0, -1).map(([name, args, body]) => createOnce(name, args, body)),
+      createOnce(...legacyKindFunction({ G, H, KW, seq, wseq, krow, kfits, kgrant, kacquire: fn('kacquire') })),
+      ...functions.slice(-1).map(([name, args, body]) => createOnce(name, args, body)),
     ],
     /** The last function the schema creates: once it exists, the whole schema does (the permits column too). */
     probe: `${kacquire}(text, text, text, integer, text, float8, boolean, text, float8)`,

@@ -1,4 +1,5 @@
 import { createIndexOnce, createOnce } from './kinds-sql.js';
+import { legacyLeaseFunction } from './legacy-sql.js';
 
 /**
  * The lease mode's SQL: a FIFO queue on the server with the hand-off done in place (primitives.md
@@ -171,8 +172,9 @@ END $fn$`;
         [grantNext, '(text)', grantNextSql],
         [release, '(text, text)', releaseSql],
         [leave, '(text, text)', leaveSql],
-        [acquire, '(text, text, float8, boolean, text, float8)', acquireSql],
       ].map(([name, args, body]) => createOnce(name!, args!, body!)),
+      createOnce(...legacyLeaseFunction({ L, W, seq, wseq, lockRow, grantNext, acquire: fn('acquire') })),
+      createOnce(acquire, '(text, text, float8, boolean, text, float8)', acquireSql),
     ],
     /** The last function the schema creates: once it exists, the whole schema does. */
     probe: `${acquire}(text, text, float8, boolean, text, float8)`,

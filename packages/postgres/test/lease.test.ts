@@ -26,6 +26,12 @@ describe('postgres:lease', () => {
     const held = await first.tryAcquire(request('before'));
     expect(held.acquired).toBe(true);
     await first.close();
+    // A client of the previous release beside this one finds the functions it calls.
+    const previous = await admin.query<{ lease: string | null; kinds: string | null }>(
+      `SELECT to_regprocedure('"upgraded_acquire_v1"(text, text, float8, boolean, text, float8)')::text AS lease,
+              to_regprocedure('"upgraded_kacquire_v1"(text, text, text, integer, text, float8, boolean, text, float8)')::text AS kinds`,
+    );
+    expect(previous.rows[0]).toEqual({ lease: expect.any(String), kinds: expect.any(String) });
     // As if this release were new: the function it probes for is not there yet.
     await admin.query('DROP FUNCTION "upgraded_acquire_v2"(text, text, float8, boolean, text, float8)');
     const inUse = new pg.Client({ connectionString: server.url });
