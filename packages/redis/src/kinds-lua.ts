@@ -181,12 +181,15 @@ export const kindReleaseLua = `${kindPreludeLua}
 -- A retried release (lost reply) finds nothing of ours and touches nothing else.
 -- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
 -- returns 1 when the hold was ours, 0 otherwise
--- The uncontended release: ours is the only hold, still running, and nobody waits: nothing to
--- purge or grant, and the primitive's keys go (as tidy() would remove them below).
-local score = redis.call('ZSCORE', holdersKey, ARGV[1])
-if score and tonumber(score) > now and redis.call('ZCARD', holdersKey) == 1 and redis.call('EXISTS', queueKey) == 0 then
-  redis.call('DEL', holdersKey, metaKey)
-  return 1
+-- The uncontended release: nobody waits, and ours is the only hold, still running: nothing to
+-- purge or grant, and the primitive's keys go (as tidy() would remove them below). The queue is
+-- looked at first: a contended release pays one command for this check.
+if redis.call('EXISTS', queueKey) == 0 and redis.call('ZCARD', holdersKey) == 1 then
+  local score = redis.call('ZSCORE', holdersKey, ARGV[1])
+  if score and tonumber(score) > now then
+    redis.call('DEL', holdersKey, metaKey)
+    return 1
+  end
 end
 ${kindFragmentLua}
 purge()
