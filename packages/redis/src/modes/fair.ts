@@ -1,7 +1,7 @@
 import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { addAbortHandler, removeAbortHandler } from '../abort-fan-out.js';
+import { onAbort } from '../abort-fanout.js';
 import { GrantChannel } from '../grant-channel.js';
 import { fenceKey, siblingKey, slotOf, tagOfSlot } from '../keys.js';
 import { pipelined } from '../pipeline.js';
@@ -286,10 +286,11 @@ export class FairMode implements LockMode {
   ): Promise<Grant | undefined> {
     return new Promise<Grant | undefined>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
+      let detach: (() => void) | undefined;
       const finish = (): void => {
         waiter.done = true;
         if (timer !== undefined) clearTimeout(timer);
-        removeAbortHandler(signal, leave);
+        detach?.();
         this.waiters.delete(token);
         if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
       };
@@ -356,7 +357,7 @@ export class FairMode implements LockMode {
       const early = this.inFlight.get(token);
       this.inFlight.delete(token);
       if (signal.aborted || this.closed) return leave();
-      addAbortHandler(signal, leave);
+      detach = onAbort(signal, leave);
       this.startTicking();
       waiter.stillWaiting(pttl, sentAt);
       // A grant message that beat the queueing script's reply: take it now.
