@@ -3,6 +3,7 @@ import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
 import { Heartbeat } from './heartbeat.js';
 import { boundOnWheel } from './operations.js';
+import { dropStaleFramesOnReconnect } from './stale-frames.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 
 /** A held lock that must hear about the end of its session. */
@@ -134,6 +135,7 @@ export class ZooKeeperSession {
     });
     this.client = client;
     boundOnWheel(client, this.deadlines);
+    dropStaleFramesOnReconnect(client);
     this.ended = new AbortController();
     this.connected = false;
     this.everConnected = false;

@@ -284,6 +284,32 @@ describe('zookeeper release while disconnected (guaranteed delete, as Curator)',
   });
 });
 
+describe('zookeeper connection lost mid-frame (node-zookeeper-client keeps the partial frame)', () => {
+  it('the next connection is read from a frame boundary: no uncaught exception, the session carries on', async () => {
+    const { backend: target, proxy } = await proxiedBackend();
+    const held = await grantOf(target, 'mid-frame', 'holder');
+    const manager = (target as unknown as { session: { client: { connectionManager: { pendingBuffer: Buffer | null } } } }).session.client
+      .connectionManager;
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown): void => void uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      // What a reply cut off after its first bytes leaves behind: a frame length of 64 and 8 of its bytes.
+      manager.pendingBuffer = Buffer.concat([Buffer.from([0, 0, 0, 64]), Buffer.alloc(8, 7)]);
+      proxy.cut();
+      proxy.heal(); // within the 4 s session timeout: the same session reconnects
+      const next = await grantOf(target, 'mid-frame-after', 'holder');
+      expect(uncaught).toEqual([]);
+      // The session survived the cut: the first lock is still held by the same node.
+      expect(await exists(raw, held.token)).toBe(true);
+      await target.release(next);
+      await target.release(held);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+});
+
 describe('zookeeper silent partition (no RST, no FIN: node-zookeeper-client never reports it)', () => {
   it('the holder is told it lost the lock before anyone else can be granted it', async () => {
     const { backend: holderBackend, proxy } = await proxiedBackend();
