@@ -17,6 +17,7 @@ import { pipelined } from '../pipeline.js';
 import { queueScript, runScript, type ScriptArgument, type ScriptName } from '../scripts.js';
 import { fairCapabilities, fairKeys, type FairSettings } from './fair.js';
 import type { LockMode } from './mode.js';
+import { JitteredTicker } from '../jittered-ticker.js';
 
 /** A grant of a read, write or permit hold; fields core treats as opaque. */
 interface KindGrant extends Grant {
@@ -130,7 +131,7 @@ export class FairKinds implements LockMode {
   private readonly inFlight = new Map<string, number | undefined>();
   private readonly unextended = new Set<KindGrant>();
   private readonly heartbeatMs: number;
-  private tickTimer: NodeJS.Timeout | undefined;
+  private readonly ticker: JitteredTicker;
   private ticking = false;
   private closed = false;
   private readonly leaving = new Set<Promise<unknown>>();
@@ -141,6 +142,7 @@ export class FairKinds implements LockMode {
     private readonly backendName: string,
   ) {
     this.heartbeatMs = Math.max(1, Math.floor(settings.waiterLeaseMs / 3));
+    this.ticker = new JitteredTicker(this.heartbeatMs, () => void this.tick());
     this.publish = settings.cluster ? 'SPUBLISH' : 'PUBLISH';
     this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
   }
@@ -610,27 +612,11 @@ export class FairKinds implements LockMode {
   // ---- the tick: heartbeats of queued waiters and extensions of fresh grants, one pipeline ------
 
   private startTicking(): void {
-    if (this.tickTimer !== undefined || this.closed) return;
-    // The first beat at a random point of the period, then one every heartbeatMs (earlier than a
-    // beat is due is always safe), as the fair mutex's: clients started together (the bench's 20
-    // workers in one process) would otherwise beat in the same millisecond, a burst of re-check
-    // scripts in front of every hand-off in flight.
-    const first = setTimeout(
-      () => {
-        if (this.tickTimer !== first) return;
-        this.tickTimer = setInterval(() => void this.tick(), this.heartbeatMs);
-        this.tickTimer.unref();
-        void this.tick();
-      },
-      Math.floor(Math.random() * this.heartbeatMs),
-    );
-    first.unref();
-    this.tickTimer = first;
+    if (!this.closed) this.ticker.start();
   }
 
   private stopTicking(): void {
-    if (this.tickTimer !== undefined) clearInterval(this.tickTimer);
-    this.tickTimer = undefined;
+    this.ticker.stop();
   }
 
   private async tick(): Promise<void> {

@@ -8,6 +8,7 @@ import { pipelined } from '../pipeline.js';
 import { standaloneGrantPrefix } from '../lua.js';
 import { pair, queueScript, runScript, type ScriptName } from '../scripts.js';
 import { baseCapabilities, type LockMode } from './mode.js';
+import { JitteredTicker } from '../jittered-ticker.js';
 
 export const fairCapabilities: Capabilities = Object.freeze({
   ...baseCapabilities,
@@ -99,7 +100,7 @@ export class FairMode implements LockMode {
   /** Grants that arrived by message with the short claim; extended to their ttl at the next tick. */
   private readonly unextended = new Set<FairGrant>();
   private readonly heartbeatMs: number;
-  private tickTimer: NodeJS.Timeout | undefined;
+  private readonly ticker: JitteredTicker;
   private ticking = false;
   private closed = false;
   private readonly leaving = new Set<Promise<unknown>>();
@@ -112,6 +113,7 @@ export class FairMode implements LockMode {
     private readonly settings: FairSettings,
   ) {
     this.heartbeatMs = Math.max(1, Math.floor(settings.waiterLeaseMs / 3));
+    this.ticker = new JitteredTicker(this.heartbeatMs, () => void this.tick());
     this.channel = standaloneGrantPrefix + this.clientId;
     this.publish = settings.cluster ? 'SPUBLISH' : 'PUBLISH';
     this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
@@ -433,27 +435,11 @@ export class FairMode implements LockMode {
   // ---- the tick: heartbeats of queued waiters and extensions of fresh grants, one pipeline ------
 
   private startTicking(): void {
-    if (this.tickTimer !== undefined || this.closed) return;
-    // The first beat at a random point of the period, then one every heartbeatMs (earlier than a
-    // beat is due is always safe): clients started together (a deploy; the bench's 50 workers in one
-    // process) would otherwise beat in the same millisecond, and that burst of re-check scripts
-    // stalls every hand-off in flight behind it.
-    const first = setTimeout(
-      () => {
-        if (this.tickTimer !== first) return;
-        this.tickTimer = setInterval(() => void this.tick(), this.heartbeatMs);
-        this.tickTimer.unref();
-        void this.tick();
-      },
-      Math.floor(Math.random() * this.heartbeatMs),
-    );
-    first.unref();
-    this.tickTimer = first;
+    if (!this.closed) this.ticker.start();
   }
 
   private stopTicking(): void {
-    if (this.tickTimer !== undefined) clearInterval(this.tickTimer);
-    this.tickTimer = undefined;
+    this.ticker.stop();
   }
 
   private async tick(): Promise<void> {

@@ -1,0 +1,36 @@
+/**
+ * The queued waiters' heartbeat tick of a fair lock or kind: its first beat falls at a random point
+ * of the period, then one every period (a beat earlier than due is always safe). Clients started
+ * together (a deploy; the bench's workers in one process) would otherwise beat in the same
+ * millisecond, and that burst of re-check scripts stalls every hand-off in flight behind it.
+ * Unref'd: a tick never keeps the process alive.
+ */
+export class JitteredTicker {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly periodMs: number,
+    private readonly beat: () => void,
+  ) {}
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    const first = setTimeout(
+      () => {
+        if (this.timer !== first) return;
+        this.timer = setInterval(this.beat, this.periodMs);
+        this.timer.unref();
+        this.beat();
+      },
+      Math.floor(Math.random() * this.periodMs),
+    );
+    first.unref();
+    this.timer = first;
+  }
+
+  stop(): void {
+    // clearInterval clears either kind of Node timer: the first beat's timeout or the interval.
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
