@@ -1,8 +1,10 @@
 /**
  * The queued waiters' heartbeat tick of a fair lock or kind: its first beat falls at a random point
- * of the period, then one every period (a beat earlier than due is always safe). Clients started
- * together (a deploy; the bench's workers in one process) would otherwise beat in the same
- * millisecond, and that burst of re-check scripts stalls every hand-off in flight behind it.
+ * of the second half of the period, then one every period (a beat earlier than due is always safe).
+ * Clients started together (a deploy; the bench's workers in one process) would otherwise beat in
+ * the same millisecond, and that burst of re-check scripts stalls every hand-off in flight behind
+ * it. Not in the first half: a beat right after a waiter queued has nothing to mend yet, and would
+ * hide a missing grant message from the suite's hand-off bounds (the mutants rely on it).
  * Unref'd: a tick never keeps the process alive.
  */
 export class JitteredTicker {
@@ -22,7 +24,7 @@ export class JitteredTicker {
         this.timer.unref();
         this.beat();
       },
-      Math.floor(Math.random() * this.periodMs),
+      Math.floor(this.periodMs / 2 + (Math.random() * this.periodMs) / 2),
     );
     first.unref();
     this.timer = first;

@@ -88,11 +88,13 @@ const mutants: [string, ConformanceCase[], [KindScript, string][]][] = [
 ];
 
 /**
- * The mutants run with a 30 s waiter lease (heartbeat every 10 s), so a case sees what the hand-off
- * paths do: with the suite's 3 s lease, a heartbeat could mend a missing grant (or drop a stranded
- * entry) inside the case's bounds, and the mutant would pass by luck.
+ * The mutants run with a 60 s waiter lease (heartbeat every 20 s, the first 10-20 s after the first
+ * waiter queued), so a case sees what the hand-off paths do: with the suite's 3 s lease, a heartbeat
+ * could mend a missing grant (or drop a stranded entry) inside the case's bounds, and the mutant
+ * would pass by luck (a CI run saw "a release that wakes nobody" pass when the first beat could
+ * fall anywhere in the period).
  */
-const mutantWaiterLeaseMs = 30_000;
+const mutantWaiterLeaseMs = 60_000;
 
 describe.concurrent('the readWrite and semaphore groups catch broken fair scripts', () => {
   let server: ServerHandle;
