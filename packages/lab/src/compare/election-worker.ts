@@ -1,5 +1,6 @@
 import { InvalidArgumentError, UnsupportedOperationError, type LockClient } from '@deadbolt/core';
 import { now } from './history.js';
+import { workUnderHold } from './hold.js';
 import { clientFor, runWorker, type RegisterPort, type WorkerConfig } from './workload.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -18,41 +19,8 @@ export async function runElectionWorker(cfg: WorkerConfig, port: RegisterPort, c
       const election = client.elect(cfg.key, { id: cfg.name, ttlMs: cfg.ttlMs, signal: over.signal });
       try {
         for await (const term of election) {
-          const start = now();
-          let lostNoticeAt: number | undefined;
-          let lastRenewAt = start;
-          term.signal.addEventListener(
-            'abort',
-            () => {
-              lostNoticeAt = now();
-            },
-            { once: true },
-          );
-          const onRenew = (): void => {
-            lastRenewAt = now();
-          };
-          client.on('renewed', onRenew);
-          try {
-            const seen = await port.read();
-            if (!term.signal.aborted) {
-              port.acquired?.(cfg.name);
-              await sleep(cfg.holdMs);
-              await port.write(cfg.name, term.term, seen.plain + 1, seen.fenced + 1);
-            }
-          } finally {
-            client.off('renewed', onRenew);
-          }
-          const endedAt = now();
-          const end = lostNoticeAt !== undefined && lostNoticeAt < endedAt ? lostNoticeAt : endedAt;
-          port.record({
-            client: cfg.name,
-            start,
-            end,
-            fence: term.term,
-            outcome: lostNoticeAt !== undefined && lostNoticeAt <= endedAt ? 'lost' : 'released',
-            ...(lostNoticeAt !== undefined ? { lostNoticeAt } : {}),
-            leaseExpiresAt: lastRenewAt + cfg.ttlMs,
-          });
+          // The term ends when the body returns: nothing to let go of here.
+          await workUnderHold(client, cfg, port, { signal: term.signal, fence: term.term, writes: true, letGo: async () => {} });
           if (now() >= cfg.until) break; // leaving the loop resigns
         }
       } catch (error) {

@@ -1,5 +1,6 @@
 import { createLockClient, InvalidArgumentError, type AcquireOptions, type Lock, type LockClient } from '@deadbolt/core';
 import { now, type Interval } from './history.js';
+import { workUnderHold } from './hold.js';
 
 /** Where a worker reads and writes the two registers: in-process, or over IPC from a child. */
 export interface RegisterPort {
@@ -103,46 +104,12 @@ export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: L
         await sleep(20);
         continue;
       }
-      const start = now();
-      let lostNoticeAt: number | undefined;
-      let lastRenewAt = start;
-      let releasingAt = start;
-      lock.signal.addEventListener(
-        'abort',
-        () => {
-          lostNoticeAt = now();
-        },
-        { once: true },
-      );
-      const onRenew = (): void => {
-        lastRenewAt = now();
-      };
-      client.on('renewed', onRenew);
-      try {
-        const seen = await port.read();
-        if (!lock.signal.aborted) {
-          // Past the check, before the write: the window a pause turns into a stale write.
-          port.acquired?.(cfg.name);
-          await sleep(cfg.holdMs);
-          if (writes(cfg)) await port.write(cfg.name, lock.fence, seen.plain + 1, seen.fenced + 1);
-        }
-      } finally {
-        // The critical section ends when the client stops acting under the lock, i.e. when it asks
-        // for the release: the server may grant the next waiter before our release reply arrives.
-        releasingAt = now();
-        await lock.release().catch(() => undefined);
-        client.off('renewed', onRenew);
-      }
-      const end = lostNoticeAt !== undefined && lostNoticeAt < releasingAt ? lostNoticeAt : releasingAt;
-      port.record({
-        client: cfg.name,
-        start,
-        end,
+      await workUnderHold(client, cfg, port, {
+        signal: lock.signal,
         fence: lock.fence,
-        outcome: lostNoticeAt !== undefined && lostNoticeAt <= releasingAt ? 'lost' : 'released',
-        ...(lostNoticeAt !== undefined ? { lostNoticeAt } : {}),
-        leaseExpiresAt: lastRenewAt + cfg.ttlMs,
+        writes: writes(cfg),
         ...(cfg.primitive?.kind === 'read' || cfg.primitive?.kind === 'write' ? { mode: cfg.primitive.kind } : {}),
+        letGo: () => lock.release(),
       });
       // Without a short random pause the releaser re-acquires in the same tick and starves the others.
       await sleep(5 + Math.random() * 30);
