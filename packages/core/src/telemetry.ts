@@ -83,7 +83,7 @@ export function traced<T>(
   attributes: () => Record<string, string | number | boolean>,
   fn: (span: Span | undefined) => Promise<T>,
 ): Promise<T> {
-  if (!tracing()) {
+  if (!tracingOn()) {
     try {
       return fn(undefined);
     } catch (error) {
@@ -99,7 +99,7 @@ export function traced<T>(
  * on every acquire (they showed in the uncontended profile). Asked per call: an SDK started after
  * import is picked up at once.
  */
-function tracing(): boolean {
+export function tracingOn(): boolean {
   const provider = trace.getTracerProvider();
   return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer('@deadbolt/core', coreVersion) !== undefined;
 }

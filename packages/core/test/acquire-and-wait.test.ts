@@ -229,6 +229,41 @@ describe('AbortSignal', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
+  it('one signal on many waiting acquires adds one listener to it (no MaxListenersExceededWarning), none after', async () => {
+    const { url } = freshMemory('abort-shared');
+    const holder = await client(url).acquire('k');
+    const controller = new AbortController();
+    const waiter = client(url);
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const contended = Array.from({ length: 20 }, () => nextEvent(waiter, 'contended'));
+      const pending = Array.from({ length: 20 }, () =>
+        waiter.acquire('k', { waitMs: 30_000, signal: controller.signal }).catch((error: unknown) => error),
+      );
+      await Promise.all(contended);
+      // Node warns past 10 listeners on one EventTarget; a listener per acquire also cost O(n) per add.
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+      const reason = new Error('give up');
+      controller.abort(reason);
+      expect(await Promise.all(pending)).toEqual(Array.from({ length: 20 }, () => reason));
+      await new Promise<void>((resolve) => setImmediate(resolve)); // a warning is emitted on a later tick
+      expect(warnings.map((warning) => warning.name)).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+    // A second batch on a signal that never fires: the listener goes with the last acquire.
+    const quiet = new AbortController();
+    const waits = Array.from({ length: 12 }, () => waiter.acquire('k', { waitMs: 20, signal: quiet.signal }).catch(() => undefined));
+    expect(getEventListeners(quiet.signal, 'abort')).toHaveLength(1);
+    await Promise.all(waits);
+    expect(getEventListeners(quiet.signal, 'abort')).toHaveLength(0);
+    await holder.release();
+  });
+
   it('an abort during the wait under fake timers needs no clock time', async () => {
     vi.useFakeTimers();
     const { url, store } = freshMemory('abort-fake');

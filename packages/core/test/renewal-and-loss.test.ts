@@ -99,6 +99,13 @@ describe('auto-renew', () => {
     const locks = clientOn(spy, { ttlMs: 3_000 });
     const lock = await locks.acquire('k');
     await lock.release();
+    // Left armed (unref'd) for one grace tick, so the next lock does not arm a timer of its own...
+    expect(vi.getTimerCount()).toBe(1);
+    const next = await locks.acquire('k2');
+    await next.release();
+    expect(vi.getTimerCount()).toBe(1);
+    // ...and dropped by the first tick that finds nothing held.
+    await vi.advanceTimersToNextTimerAsync();
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(spy.calls.renew).toBe(0);

@@ -2,6 +2,7 @@ import { DeadlineExceededError } from '../deadline.js';
 import { BackendUnavailableError, DeadboltError } from '../errors.js';
 import { explainConnectionError } from './connection-errors.js';
 import { undoUntilAnswered } from './undo-until-answered.js';
+import { handlersOf } from './abort-fanout.js';
 import type { DeadlineWheel, Watch } from './deadline-wheel.js';
 
 /** What one guarded call is, for the typed error it may become. Never a URL or a credential. */
@@ -70,7 +71,7 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
       settled = true;
       if (watch !== undefined) watch.cancel();
       else clearTimeout(timer);
-      if (signal !== undefined) onAbortOf(signal).delete(onAbort);
+      abortHandlers?.delete(onAbort);
       return true;
     };
     const giveUp = (reason: unknown): void => {
@@ -81,7 +82,9 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     const expire = (): void => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call));
     const watch: Watch | undefined = timed && call.deadlines !== undefined ? call.deadlines.watch(call.timeoutMs, expire) : undefined;
     const timer = timed && watch === undefined ? setTimeout(expire, call.timeoutMs) : undefined;
-    if (signal !== undefined) onAbortOf(signal).add(onAbort);
+    // One shared listener per signal (abort-fanout.ts): a client's close signal is on every call in flight.
+    const abortHandlers = signal === undefined ? undefined : handlersOf(signal);
+    abortHandlers?.add(onAbort);
     pending.then(
       (value) => {
         if (finish()) resolve(value);
@@ -94,30 +97,6 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
       },
     );
   });
-}
-
-/**
- * One 'abort' listener per signal, fanning out to a Set: EventTarget.addEventListener scans the
- * signal's listeners for a duplicate, so 10 000 calls in flight on one backend's signal (a burst of
- * releases) would cost O(n^2) with a listener each (measured: 10 000 memcached releases > 2 s).
- */
-const abortHandlers = new WeakMap<AbortSignal, Set<() => void>>();
-
-function onAbortOf(signal: AbortSignal): Set<() => void> {
-  let handlers = abortHandlers.get(signal);
-  if (handlers === undefined) {
-    const created = new Set<() => void>();
-    handlers = created;
-    abortHandlers.set(signal, created);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const handler of [...created]) handler();
-      },
-      { once: true },
-    );
-  }
-  return handlers;
 }
 
 function runUndo<T>(undo: GuardedCall<T>['undo'], late: T | undefined, call: GuardedCall<T>): void {

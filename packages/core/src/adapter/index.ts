@@ -20,6 +20,7 @@ export { isElectionBackend, type CampaignRequest, type ElectionBackend, type Ter
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
 export { guardCall, type GuardedCall } from './call-guard.js';
+export { onAbort } from './abort-fanout.js';
 export { DeadlineWheel, type Watch } from './deadline-wheel.js';
 export { KeyedWaiters, type KeyedWaitersHooks } from './keyed-waiters.js';
 export { inspectSafely } from './safe-inspect.js';

@@ -1,5 +1,6 @@
 import {
   InvalidArgumentError,
+  onAbort,
   type AcquireRequest,
   type AttemptResult,
   type CampaignRequest,
@@ -9,7 +10,6 @@ import {
 } from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { onAbort } from '../abort-fanout.js';
 import { runFairEnqueueMany } from '../fair-multi-lua.js';
 import { GrantChannel } from '../grant-channel.js';
 import { siblingKey, slotOf, tagOfSlot } from '../keys.js';

@@ -1,7 +1,6 @@
-import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
+import { onAbort, type AcquireRequest, type AttemptResult, type Capabilities, type Grant } from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { onAbort } from '../abort-fanout.js';
 import { GrantChannel } from '../grant-channel.js';
 import { fenceKey, siblingKey, slotOf, tagOfSlot } from '../keys.js';
 import { pipelined } from '../pipeline.js';
