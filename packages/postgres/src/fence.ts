@@ -39,6 +39,8 @@ export interface FenceNames {
   readonly permits: string;
   /** ... and the function a permit is released with. */
   readonly permitRelease: string;
+  /** The mutex's blocking wait that reports queueing as it starts (advisory-wait.ts). */
+  readonly wait: string;
 }
 
 /** Quoted identifiers derived from the validated fence table name (at most 63 bytes each). */
@@ -52,6 +54,7 @@ export function fenceNames(fenceTable: string, schema?: string): FenceNames & { 
     leaders: `${qualifier}"${base}_leaders"`,
     permits: `${qualifier}"${base}_permits"`,
     permitRelease: `${qualifier}"${fenceTable.slice(0, 44)}_permit_release_v1"`,
+    wait: `${qualifier}"${fenceTable.slice(0, 44)}_advisory_wait_v1"`,
     ...(schema === undefined ? {} : { schema }),
   };
 }

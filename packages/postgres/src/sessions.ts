@@ -31,6 +31,8 @@ export class Session {
   blocked = false;
   dead = false;
   epoch = 0;
+  /** Told each NOTICE the server sends this session (the advisory wait's "queued"). */
+  onNotice: ((message: string | undefined) => void) | undefined;
   private pinging: Promise<boolean> | undefined;
   private tail: Promise<void> = Promise.resolve();
   private readonly queued: BatchedCall[] = [];
@@ -45,6 +47,7 @@ export class Session {
     const died = (error?: Error): void => this.kill(error ?? new Error('the session ended'));
     client.on('error', died);
     client.on('end', () => died());
+    client.on('notice', (notice) => this.onNotice?.(notice.message));
   }
 
   get pid(): number | undefined {

@@ -140,6 +140,42 @@ describe('postgres:advisory', () => {
     }
   });
 
+  it('a waiter that found the key busy before queues without a try, and reports contention as it queues', async () => {
+    const a = backend();
+    const b = backend();
+    const tries = async (): Promise<number> => {
+      const result = await admin.query<{ n: string }>(
+        `SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_statements WHERE query LIKE 'SELECT CASE WHEN pg_try_advisory_lock(id)%'`,
+      );
+      return Number(result.rows[0]?.n);
+    };
+    const waitFor = (contended: () => void): Promise<Grant | undefined> =>
+      b.acquire!({ ...request('requeue'), onContended: contended }, Date.now() + 10_000, new AbortController().signal);
+    try {
+      await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      for (let round = 0; round < 2; round += 1) {
+        const held = await a.tryAcquire(request('requeue'));
+        if (!held.acquired) throw new Error('the key should be free');
+        const triesBefore = await tries();
+        let queued!: () => void;
+        const contended = new Promise<void>((resolve) => (queued = resolve));
+        const waiting = waitFor(() => queued());
+        // Reported while a still holds: the server has queued b (or is about to).
+        await contended;
+        await expect.poll(async () => (await advisoryLocks('requeue')).length, { timeout: 5_000 }).toBe(2);
+        // The first wait tried first; the second knew the key was contended and sent no try.
+        expect((await tries()) - triesBefore).toBe(round === 0 ? 1 : 0);
+        await a.release(held.grant);
+        const granted = await waiting;
+        expect(granted!.fence!).toBeGreaterThan(held.grant.fence!);
+        await b.release(granted!);
+      }
+      expect(await advisoryLocks('requeue')).toHaveLength(0);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('pg_terminate_backend of the holder fires onLost and renew returns false', async () => {
     const b = backend();
     try {

@@ -21,6 +21,7 @@ import { AdvisoryElection } from './advisory-election.js';
 import { AdvisoryMulti } from './advisory-multi.js';
 import { isReadWriteGrant } from './advisory-rw.js';
 import { AdvisoryKinds } from './advisory-semaphore.js';
+import { advisoryWaitSql, queuedNotice } from './advisory-wait.js';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
 export const advisoryCapabilities: Capabilities = Object.freeze({
@@ -63,6 +64,8 @@ const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
  * Needs session state, so it does NOT work through a transaction-pooling PgBouncer (use 'lease').
  */
 export class AdvisoryMode implements PostgresLockMode {
+  /** acquire() makes the first attempt itself: a key found contended before queues without one. */
+  readonly acquireQueuesAtOnce = true;
   private readonly name: string;
   private readonly options: ResolvedPostgresOptions;
   private readonly pool: SessionPool;
@@ -74,6 +77,12 @@ export class AdvisoryMode implements PostgresLockMode {
   private readonly nextToken = localTokens();
   /** Key -> advisory id (SHA-256 per acquire showed in the profile); bounded, cleared when full. */
   private readonly ids = new Map<string, string>();
+  /**
+   * Advisory ids whose last attempt here found them busy: the next wait skips the plain attempt and
+   * queues at once (advisory-wait.ts). Bounded as `ids`; an id granted without queueing leaves it.
+   */
+  private readonly contended = new Set<string>();
+  private readonly waitSql: ReturnType<typeof advisoryWaitSql>;
   private readonly election: AdvisoryElection;
   private readonly deadlineMs: number;
   private schema: Promise<void> | undefined;
@@ -85,6 +94,7 @@ export class AdvisoryMode implements PostgresLockMode {
     this.name = context.name;
     this.names = fenceNames(options.fenceTable, options.schema);
     this.deadlineMs = context.deadlineMs;
+    this.waitSql = advisoryWaitSql(this.names);
     // Named: parsed and planned once per session. nextval runs only for a granted row, after the grant.
     const counter = `CASE WHEN pg_try_advisory_lock(id) THEN nextval('${this.names.sequence}')::text END AS counter`;
     const statements: BatchStatements = {
@@ -199,31 +209,36 @@ export class AdvisoryMode implements PostgresLockMode {
   }
 
   /**
-   * Waits in the server's queue, in one round trip: SET LOCAL lock_timeout (the wait) and
-   * statement_timeout, pg_advisory_lock, then the fence, in one implicit transaction (the SET LOCALs
-   * end with it; the session-level lock does not).
+   * A plain attempt first (core leaves it to us: acquireQueuesAtOnce), unless this id was found busy
+   * last time; then a wait in the server's FIFO queue, in one round trip: SET LOCAL statement_timeout
+   * and the wait function (advisory-wait.ts: lock_timeout, pg_advisory_lock, the fence), in one
+   * implicit transaction (the local settings end with it; the session-level lock does not). The
+   * function's NOTICE as it queues is reported as contention.
    */
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
     if (signal.aborted) return undefined;
+    const kind = request.kind?.type;
+    const id = kind === undefined ? this.idOf(request.key) : '';
+    if (kind !== undefined || !this.contended.has(id)) {
+      const attempt = await this.tryAcquire(request);
+      if (attempt.acquired) return attempt.grant;
+      if (kind === undefined) this.markContended(id);
+      request.onContended?.();
+      if (signal.aborted || Date.now() >= deadline) return undefined;
+    }
     if (request.kind?.type === 'permit') return this.readWrite.acquirePermit(request, request.kind.permits, true, deadline, signal);
     if (request.kind?.type === 'read' || request.kind?.type === 'write') {
-      return this.readWrite.acquire(
-        request,
-        request.kind.type,
-        request.kind.type === 'read' ? request.kind.downgradeOf : undefined,
-        true,
-        deadline,
-        signal,
-      );
+      const downgradeOf = request.kind.type === 'read' ? request.kind.downgradeOf : undefined;
+      return this.readWrite.acquire(request, request.kind.type, downgradeOf, true, deadline, signal);
     }
     const session = await this.session('acquire', request.key, () => this.pool.forWait());
     if (session === undefined) return this.poll(request, deadline, signal);
     if (signal.aborted) return undefined;
-    const id = this.idOf(request.key);
     const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
     const claim: Claim = { id, request, session, grant: undefined };
     let cancelled = false;
     let settled = false;
+    let queued = false;
     const onAbort = (): void => {
       cancelled = true;
       // A cancel that lands before the statement starts waiting is lost: repeat until it settles.
@@ -235,13 +250,16 @@ export class AdvisoryMode implements PostgresLockMode {
       })();
     };
     session.blocked = true;
+    session.onNotice = (message) => {
+      if (message !== queuedNotice) return;
+      queued = true;
+      request.onContended?.();
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
     try {
-      // Integers we computed (no user text): safe to inline, as SET takes no parameters.
       const results = (await session.query(
-        `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
-         WITH granted AS (SELECT pg_advisory_lock(${id}::bigint)) SELECT nextval('${this.names.sequence}')::text AS counter FROM granted`,
+        this.waitSql.wait(id, waitMs, waitMs + this.options.statementTimeoutMs),
         undefined,
         waitMs + this.deadlineMs,
       )) as unknown as pg.QueryResult<{ counter: string }>[];
@@ -251,7 +269,9 @@ export class AdvisoryMode implements PostgresLockMode {
         void this.pool.retire(session);
         return undefined;
       }
-      return this.hold(claim, session, results[2]?.rows[0]?.counter ?? '');
+      if (queued) this.markContended(id);
+      else this.contended.delete(id);
+      return this.hold(claim, session, results[1]?.rows[0]?.counter ?? '');
     } catch (error) {
       session.blocked = false;
       const code = (error as { code?: unknown } | null)?.code;
@@ -265,6 +285,7 @@ export class AdvisoryMode implements PostgresLockMode {
       throw this.unavailable('acquire', request.key, error);
     } finally {
       settled = true;
+      session.onNotice = undefined;
       signal.removeEventListener('abort', onAbort);
     }
   }
@@ -337,6 +358,11 @@ export class AdvisoryMode implements PostgresLockMode {
     return id;
   }
 
+  private markContended(id: string): void {
+    if (this.contended.size >= maxCachedIds) this.contended.clear();
+    this.contended.add(id);
+  }
+
   private hold(claim: Claim, session: Session, counter: string): Grant {
     const fence = fenceOf(session.epoch, counter);
     if (fence === undefined) {
@@ -401,7 +427,7 @@ export class AdvisoryMode implements PostgresLockMode {
 
   private ensureSchema(client: pg.Client): Promise<void> {
     this.schema ??= (async () => {
-      for (const statement of fenceSchema(this.names)) {
+      for (const statement of [...fenceSchema(this.names), this.waitSql.schema]) {
         try {
           await client.query(statement);
         } catch (error) {
