@@ -4,6 +4,7 @@ import type { Client, State } from 'node-zookeeper-client';
 import { Heartbeat } from './heartbeat.js';
 import { boundOnWheel } from './operations.js';
 import { dropStaleFramesOnReconnect } from './stale-frames.js';
+import { readWholeFrames } from './whole-frames.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 
 /** A held lock that must hear about the end of its session. */
@@ -136,6 +137,7 @@ export class ZooKeeperSession {
     this.client = client;
     boundOnWheel(client, this.deadlines);
     dropStaleFramesOnReconnect(client);
+    readWholeFrames(client);
     this.ended = new AbortController();
     this.connected = false;
     this.everConnected = false;

@@ -1,0 +1,57 @@
+import type { Client } from 'node-zookeeper-client';
+
+/** node-zookeeper-client's private connection state: its reply reader and the part of a frame read so far. */
+interface FrameReader {
+  pendingBuffer: Buffer | null;
+  readonly socket?: { readonly destroyed: boolean };
+  onSocketData(this: FrameReader, chunk: Buffer): void;
+}
+
+interface WithFrameReader {
+  readonly connectionManager?: FrameReader;
+}
+
+/**
+ * Hands node-zookeeper-client's reply reader one whole frame at a time. Its reader (1.1.3,
+ * ConnectionManager.onSocketData) parses one frame per call, keeps the rest of the chunk, and calls
+ * itself again, first concatenating that rest with an empty buffer: every frame after the first
+ * copies the whole remainder of the chunk, O(frames^2) bytes per chunk. Replies come in large chunks
+ * exactly when many requests are in flight on one session (write-batching.ts sends a turn's
+ * requests in one writev, and the server answers them together): at 50 keys in flight this copying
+ * was the client's largest JavaScript cost after the writes themselves (~25 us per acquire/release
+ * cycle, where the bare recipe's one-write-per-request traffic paid ~3). Here the chunk is cut into
+ * frames once, each passed to the library's reader whole (it then neither copies nor recurses), and
+ * only a partial last frame is kept for the next chunk, where the library kept it too (so
+ * stale-frames.ts still drops it when the socket closes). If the library's reader destroys the
+ * socket (a reply it cannot match), the rest of the chunk is dropped, as the library's own early
+ * return did (a frame is never read on another socket than the one it came from). The library binds `onSocketData` at each connect, so an own property set before
+ * connect() is the one used.
+ */
+export function readWholeFrames(client: Client): void {
+  const reader = (client as unknown as WithFrameReader).connectionManager;
+  if (reader === undefined || typeof reader.onSocketData !== 'function') return;
+  const readOne = reader.onSocketData;
+  reader.onSocketData = function (this: FrameReader, chunk: Buffer): void {
+    const pending = this.pendingBuffer;
+    const buffer = pending === null || pending.length === 0 ? chunk : Buffer.concat([pending, chunk], pending.length + chunk.length);
+    this.pendingBuffer = null;
+    const socket = this.socket;
+    let offset = 0;
+    while (buffer.length - offset >= 4) {
+      const end = offset + 4 + buffer.readInt32BE(offset);
+      // A negative length is the library's to handle (it cannot be a frame of ours to cut).
+      if (end < offset + 4) {
+        readOne.call(this, buffer.subarray(offset));
+        return;
+      }
+      if (end > buffer.length) break;
+      readOne.call(this, buffer.subarray(offset, end));
+      offset = end;
+      if (this.socket !== socket || socket?.destroyed === true) {
+        this.pendingBuffer = null;
+        return;
+      }
+    }
+    this.pendingBuffer = offset < buffer.length ? buffer.subarray(offset) : null;
+  };
+}
