@@ -18,7 +18,7 @@ import {
   type Semaphore,
   type SemaphoreOptions,
 } from './kinds.js';
-import { Lease } from './lease.js';
+import { Lease, leaseId } from './lease.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
 import { acquireAll } from './multi-lock.js';
@@ -276,7 +276,10 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       key: plan.fullKey,
       owner: plan.owner,
       ttlMs: plan.ttlMs,
-      onLost: (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, plan.kind, grant.token), grant, cause),
+      onLost:
+        plan.kind === undefined
+          ? this.onMutexLost
+          : (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, plan.kind, grant.token), grant, cause),
     };
     if (plan.signal !== undefined) return this.acquireWithSignal(backend, plan, mayWait, request, startedAt, plan.signal);
     const signal = this.closing.signal;
@@ -373,6 +376,12 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
    * failure; may throw synchronously (LockUpgradeError): callers catch both.
    */
   private attemptOnce(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, at: AttemptContext): Promise<Lock | Busy> {
+    if (plan.kind === undefined) {
+      // The mutex's rule of planReentry, inline (no closure or result object per attempt): its own live lease re-enters.
+      const held = this.heldNow(leaseId(plan.fullKey, plan.owner));
+      if (held !== undefined && !held.lost) return this.reenterOrAttempt(backend, plan, request, at, held);
+      return this.freshAttempt(backend, plan, request, at);
+    }
     // The kind is settled per attempt: a downgrade depends on what this owner holds right now.
     const reentry = planReentry(plan.fullKey, plan.owner, plan.kind, this.heldNow, { key: plan.userKey, backend: backend.name });
     if ('reenter' in reentry) return this.reenterOrAttempt(backend, plan, request, at, reentry.reenter);
@@ -598,6 +607,9 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     if (this.listens('released')) this.emit('released', { key: lease.userKey, owner: lease.owner });
   }
 
+  /** A mutex's AcquireRequest.onLost: one function per client, not a closure per acquire. */
+  private readonly onMutexLost = (grant: Grant, cause: Error): void => this.onBackendLost(leaseId(grant.key, grant.owner), grant, cause);
+
   private onBackendLost(id: string, grant: Grant, cause: Error): void {
     const lease = this.leases.get(id);
     if (lease && lease.grant.token === grant.token)
@@ -669,6 +681,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private adopt(backend: LockBackend): LockBackend {
     this.backendLabel = backend.name;
     this.loaded = backend;
+    this.undoLate = undoLateGrantOn(backend);
     this.renewer = new Renewer(backend, {
       renewed: (lease) => {
         this.emit('renewed', { key: lease.userKey, owner: lease.owner });
@@ -705,15 +718,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       // hand-off otherwise arms and clears a Node timer of its own length per acquire.
       deadlines: backend.boundsCalls === true ? sharedDeadlines : undefined,
       signal: policy.closable === false ? undefined : this.closing.signal,
-      undo: policy.undoLateGrant
-        ? (late) => {
-            const grant = lateGrant(late);
-            if (grant !== undefined) return backend.release(grant);
-          }
-        : undefined,
+      undo: policy.undoLateGrant ? (backend === this.loaded ? this.undoLate : undoLateGrantOn(backend)) : undefined,
       undoWithinMs: policy.leaseTtlMs,
     });
   }
+
+  /** `call`'s undo of a late grant on the loaded backend: made once, not per acquire. */
+  private undoLate: ((late: unknown) => Promise<unknown> | undefined) | undefined;
 
   private callTimeoutMs(backend: LockBackend): number {
     return backend.callTimeoutMs ?? defaultCallTimeoutMs;
@@ -795,6 +806,14 @@ function lateGrant(late: unknown): Grant | undefined {
   if (result.acquired === true) return (result as { grant: Grant }).grant;
   if (result.acquired === undefined && typeof result.token === 'string' && typeof result.key === 'string') return late as Grant;
   return undefined;
+}
+
+/** Releases the grant inside a late answer (see GuardedCall.undo). */
+function undoLateGrantOn(backend: LockBackend): (late: unknown) => Promise<unknown> | undefined {
+  return (late) => {
+    const grant = lateGrant(late);
+    return grant === undefined ? undefined : backend.release(grant);
+  };
 }
 
 function lostReason(signal: AbortSignal): Error | undefined {

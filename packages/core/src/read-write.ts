@@ -11,10 +11,9 @@ export class KindSide implements Acquirable {
     private readonly kind: LockKind,
   ) {}
 
-  async acquire(options?: AcquireOptions): Promise<Lock> {
-    const lock = await this.client.acquireKind(this.key, this.kind, options, true);
-    if (lock === null) throw new Error('unreachable: a waiting acquire never returns null');
-    return lock;
+  acquire(options?: AcquireOptions): Promise<Lock> {
+    // A waiting acquire never resolves null (it throws LockTimeoutError): no promise layer to check it.
+    return this.client.acquireKind(this.key, this.kind, options, true) as Promise<Lock>;
   }
 
   tryAcquire(options?: Omit<AcquireOptions, 'waitMs'>): Promise<Lock | null> {

@@ -19,15 +19,18 @@ class SemaphoreSide extends KindSide implements Semaphore {
 /** `client.semaphore(key, { permits })`: validated here, before any I/O; capability checked at the first acquire. */
 export function createSemaphore(client: KindAcquirer, key: string, options: SemaphoreOptions, backend: string): Semaphore {
   validateKey(key, backend);
-  const context = { key, backend };
   if (options === null || typeof options !== 'object')
-    throw new InvalidArgumentError('options', `expected { permits: number }, got ${describeValue(options)}`, context);
-  const unknown = Object.keys(options).find((name) => name !== 'permits');
-  if (unknown !== undefined)
-    throw new InvalidArgumentError(`option "${unknown}"`, 'unknown option; a semaphore takes { permits }', context);
+    throw new InvalidArgumentError('options', `expected { permits: number }, got ${describeValue(options)}`, { key, backend });
+  for (const name in options) {
+    if (Object.hasOwn(options, name) && name !== 'permits')
+      throw new InvalidArgumentError(`option "${name}"`, 'unknown option; a semaphore takes { permits }', { key, backend });
+  }
   const { permits } = options;
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > maxPermits) {
-    throw new InvalidArgumentError('permits', `expected a positive integer up to ${maxPermits}, got ${describeValue(permits)}`, context);
+    throw new InvalidArgumentError('permits', `expected a positive integer up to ${maxPermits}, got ${describeValue(permits)}`, {
+      key,
+      backend,
+    });
   }
   return new SemaphoreSide(client, key, permits);
 }

@@ -31,49 +31,48 @@ export function validateAcquireOptions(
   allowWait = true,
 ): asserts options is AcquireOptions | undefined {
   validateKey(key, backend);
-  const context = { key, backend };
   if (options === undefined) return;
   if (options === null || typeof options !== 'object') {
-    throw new InvalidArgumentError('options', `expected an object, got ${describeValue(options)}`, context);
+    throw new InvalidArgumentError('options', `expected an object, got ${describeValue(options)}`, { key, backend });
   }
   const record = options as Record<string, unknown>;
-  for (const name of Object.keys(record)) {
+  for (const name in record) {
+    if (!Object.hasOwn(record, name)) continue;
     if (!acquireOptionNames.has(name) || (name === 'waitMs' && !allowWait)) {
       const allowed = [...acquireOptionNames].filter((n) => allowWait || n !== 'waitMs').join(', ');
-      throw new InvalidArgumentError(`option "${name}"`, `unknown option; the options are ${allowed}`, context);
+      throw new InvalidArgumentError(`option "${name}"`, `unknown option; the options are ${allowed}`, { key, backend });
     }
   }
-  checkDuration('ttlMs', record.ttlMs, 1, context);
-  checkDuration('waitMs', record.waitMs, 0, context);
+  checkDuration('ttlMs', record.ttlMs, 1, key, backend);
+  checkDuration('waitMs', record.waitMs, 0, key, backend);
   if (record.autoRenew !== undefined && typeof record.autoRenew !== 'boolean') {
-    throw new InvalidArgumentError('autoRenew', `expected true or false, got ${describeValue(record.autoRenew)}`, context);
+    throw new InvalidArgumentError('autoRenew', `expected true or false, got ${describeValue(record.autoRenew)}`, { key, backend });
   }
   if (record.signal !== undefined && !(record.signal instanceof AbortSignal)) {
-    throw new InvalidArgumentError('signal', `expected an AbortSignal, got ${describeValue(record.signal)}`, context);
+    throw new InvalidArgumentError('signal', `expected an AbortSignal, got ${describeValue(record.signal)}`, { key, backend });
   }
   if (record.owner !== undefined) {
     if (typeof record.owner !== 'string' || record.owner.length === 0) {
-      throw new InvalidArgumentError('owner', `expected a non-empty string, got ${describeValue(record.owner)}`, context);
+      throw new InvalidArgumentError('owner', `expected a non-empty string, got ${describeValue(record.owner)}`, { key, backend });
     }
     const badOwner = unsafeText(record.owner);
-    if (badOwner !== undefined) throw new InvalidArgumentError('owner', `the owner ${badOwner}`, context);
+    if (badOwner !== undefined) throw new InvalidArgumentError('owner', `the owner ${badOwner}`, { key, backend });
     const bytes = Buffer.byteLength(record.owner, 'utf8');
     if (bytes > maxOwnerBytes)
-      throw new InvalidArgumentError('owner', `${bytes} bytes, over the limit of ${maxOwnerBytes}; use a shorter id`, context);
+      throw new InvalidArgumentError('owner', `${bytes} bytes, over the limit of ${maxOwnerBytes}; use a shorter id`, { key, backend });
   }
 }
 
 /** A key is a non-empty string of safe text. */
 export function validateKey(key: unknown, backend: string): asserts key is string {
-  const context = { key: typeof key === 'string' ? key : undefined, backend };
   if (typeof key !== 'string') {
-    throw new InvalidArgumentError('key', `expected a string, got ${describeValue(key)}`, context);
+    throw new InvalidArgumentError('key', `expected a string, got ${describeValue(key)}`, { key: undefined, backend });
   }
   if (key.length === 0) {
-    throw new InvalidArgumentError('key', 'the key is empty; name the resource the lock protects, e.g. "order:42"', context);
+    throw new InvalidArgumentError('key', 'the key is empty; name the resource the lock protects, e.g. "order:42"', { key, backend });
   }
   const badKey = unsafeText(key);
-  if (badKey !== undefined) throw new InvalidArgumentError('key', `the key ${badKey}`, context);
+  if (badKey !== undefined) throw new InvalidArgumentError('key', `the key ${badKey}`, { key, backend });
 }
 
 /** The checks that need the backend's capabilities: key length in bytes, minimum ttl. Still no I/O. */
@@ -84,29 +83,32 @@ export function validateAgainstCapabilities(
   capabilities: Capabilities,
   backend: string,
 ): void {
-  const context = { key: userKey, backend };
-  const bytes = Buffer.byteLength(fullKey, 'utf8');
+  // A UTF-8 string is at most 3 bytes per UTF-16 unit: a short key needs no byte count.
+  const bytes = fullKey.length * 3 <= capabilities.maxKeyBytes ? 0 : Buffer.byteLength(fullKey, 'utf8');
   if (bytes > capabilities.maxKeyBytes) {
     throw new InvalidArgumentError(
       'key',
       `${bytes} bytes with the prefix, over this backend's limit of ${capabilities.maxKeyBytes}; shorten it or hash it`,
-      context,
+      { key: userKey, backend },
     );
   }
   if (ttlMs < capabilities.minTtlMs) {
     throw new InvalidArgumentError(
       'ttlMs',
       `${ttlMs} ms is below this backend's shortest lease of ${capabilities.minTtlMs} ms; use ttlMs >= ${capabilities.minTtlMs}`,
-      context,
+      { key: userKey, backend },
     );
   }
 }
 
-function checkDuration(name: string, value: unknown, minimum: number, context: { key: string | undefined; backend: string }): void {
+function checkDuration(name: string, value: unknown, minimum: number, key: string, backend: string): void {
   if (value === undefined) return;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum || value > maxDurationMs) {
     const range = minimum === 0 ? 'a non-negative integer' : 'a positive integer';
-    throw new InvalidArgumentError(name, `expected ${range} of milliseconds up to ${maxDurationMs}, got ${describeValue(value)}`, context);
+    throw new InvalidArgumentError(name, `expected ${range} of milliseconds up to ${maxDurationMs}, got ${describeValue(value)}`, {
+      key,
+      backend,
+    });
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  DeadlineWheel,
   endpointOf,
   guardCall,
   inspectSafely,
@@ -51,12 +52,16 @@ export class MemcachedBackend implements LockBackend {
   readonly defaultPrefix = 'deadbolt:';
   /** The servers, for error messages. */
   readonly endpoint: string;
+  /** Every call is bounded by #run's deadline (timeoutMs): core adds no safety-net timer of its own per call. */
+  readonly boundsCalls = true;
 
   readonly #options: ResolvedMemcachedOptions;
   #client: memjs.Client | undefined;
   readonly #ownsClient: boolean;
   /** Aborted by close(): operations still waiting on a frozen server give up at once. */
   readonly #closed = new AbortController();
+  /** The calls' deadlines on one timer (deadline-wheel.ts), not a Node timer armed and cleared per call; stopped by close(). */
+  readonly #deadlines = new DeadlineWheel();
   /**
    * The CAS of each grant's item as last stored by us (ADD, renewing SET). Release and renew send it
    * with the request, so compare-and-delete / compare-and-extend take one round trip; a mismatch (an
@@ -264,6 +269,7 @@ export class MemcachedBackend implements LockBackend {
 
   async close(): Promise<void> {
     this.#closed.abort(new Error('the backend is closed'));
+    this.#deadlines.stop();
     const client = this.#client;
     this.#client = undefined;
     this.#cas.clear();
@@ -284,6 +290,7 @@ export class MemcachedBackend implements LockBackend {
       backend: this.name,
       endpoint: this.endpoint,
       timeoutMs: this.#options.timeoutMs,
+      deadlines: this.#deadlines,
       signal: this.#closed.signal,
       undo,
       undoWithinMs,

@@ -56,8 +56,7 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
   } catch (error) {
     return Promise.reject(typed(error, call));
   }
-  const timed = Number.isFinite(call.timeoutMs);
-  if (!timed && signal === undefined) {
+  if (signal === undefined && !Number.isFinite(call.timeoutMs)) {
     // Nothing can make us give up first: the operation's own outcome, typed (no wrapper promise).
     return pending.then(undefined, (error: unknown) => {
       runUndo(undo, undefined, call); // failed: whether the server ran it is unknown
@@ -65,38 +64,69 @@ export function guardCall<T>(operation: () => Promise<T>, call: GuardedCall<T>):
     });
   }
   return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const finish = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      if (watch !== undefined) watch.cancel();
-      else clearTimeout(timer);
-      abortHandlers?.delete(onAbort);
-      return true;
-    };
-    const giveUp = (reason: unknown): void => {
-      if (finish()) reject(reason);
-    };
-    const onAbort = (): void => giveUp(typed(signal?.reason, call));
-    // An infinite deadline: the operation bounds itself (a client library's own command timeout).
-    const expire = (): void => giveUp(typed(new DeadlineExceededError(call.timeoutMs), call));
-    const watch: Watch | undefined = timed && call.deadlines !== undefined ? call.deadlines.watch(call.timeoutMs, expire) : undefined;
-    const timer = timed && watch === undefined ? setTimeout(expire, call.timeoutMs) : undefined;
-    // One shared listener per signal (abort-fanout.ts): a client's close signal is on every call in flight.
-    const abortHandlers = signal === undefined ? undefined : handlersOf(signal);
-    abortHandlers?.add(onAbort);
+    const guard = new Guard(call, resolve, reject);
     pending.then(
-      (value) => {
-        if (finish()) resolve(value);
-        else runUndo(undo, value, call); // we gave up first: the caller will never see this value
-      },
-      (error: unknown) => {
-        const first = finish();
-        runUndo(undo, undefined, call); // failed: whether the server ran it is unknown
-        if (first) reject(typed(error, call));
-      },
+      (value) => guard.settle(value),
+      (error: unknown) => guard.fail(error),
     );
   });
+}
+
+/**
+ * One guarded call in flight: its deadline and its abort handler, settled once. A class rather than
+ * a closure per step: every core call of an uncontended acquire and release passes here.
+ */
+class Guard<T> {
+  private settled = false;
+  private readonly watch: Watch | undefined;
+  private readonly timer: NodeJS.Timeout | undefined;
+  /** One shared listener per signal (abort-fanout.ts): a client's close signal is on every call in flight. */
+  private readonly abortHandlers: Set<() => void> | undefined;
+  private readonly onAbort: (() => void) | undefined;
+
+  constructor(
+    private readonly call: GuardedCall<T>,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (reason: unknown) => void,
+  ) {
+    // An infinite deadline: the operation bounds itself (a client library's own command timeout).
+    if (Number.isFinite(call.timeoutMs)) {
+      const expire = (): void => this.giveUp(typed(new DeadlineExceededError(call.timeoutMs), call));
+      if (call.deadlines !== undefined) this.watch = call.deadlines.watch(call.timeoutMs, expire);
+      else this.timer = setTimeout(expire, call.timeoutMs);
+    }
+    const { signal } = call;
+    if (signal !== undefined) {
+      const onAbort = (): void => this.giveUp(typed(signal.reason, call));
+      this.onAbort = onAbort;
+      this.abortHandlers = handlersOf(signal);
+      this.abortHandlers.add(onAbort);
+    }
+  }
+
+  settle(value: T): void {
+    if (this.finish()) this.resolve(value);
+    else runUndo(this.call.undo, value, this.call); // we gave up first: the caller will never see this value
+  }
+
+  fail(error: unknown): void {
+    const first = this.finish();
+    runUndo(this.call.undo, undefined, this.call); // failed: whether the server ran it is unknown
+    if (first) this.reject(typed(error, this.call));
+  }
+
+  private giveUp(reason: unknown): void {
+    if (this.finish()) this.reject(reason);
+  }
+
+  private finish(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    if (this.watch !== undefined) this.watch.cancel();
+    else if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.onAbort !== undefined) this.abortHandlers?.delete(this.onAbort);
+    return true;
+  }
 }
 
 function runUndo<T>(undo: GuardedCall<T>['undo'], late: T | undefined, call: GuardedCall<T>): void {
