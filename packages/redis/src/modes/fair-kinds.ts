@@ -1,6 +1,5 @@
 import {
   InvalidArgumentError,
-  onAbort,
   type AcquireRequest,
   type AttemptResult,
   type CampaignRequest,
@@ -18,6 +17,7 @@ import { queueScript, runScript, type ScriptArgument, type ScriptName } from '..
 import { fairCapabilities, fairKeys, type FairSettings } from './fair.js';
 import type { LockMode } from './mode.js';
 import { JitteredTicker } from '../jittered-ticker.js';
+import { driftMs, QueuedWaiter, type WaiterHost } from './fair-waiter.js';
 
 /** A grant of a read, write or permit hold; fields core treats as opaque. */
 interface KindGrant extends Grant {
@@ -28,24 +28,6 @@ interface KindGrant extends Grant {
 }
 
 /** One queued acquire. */
-interface Waiter {
-  readonly request: AcquireRequest;
-  readonly token: string;
-  /** Send time of the latest script that found us still waiting: no grant to us started before it. */
-  waitingSeenAt: number;
-  /** Set once the acquire has an outcome or is giving up: later messages and replies are ignored. */
-  done: boolean;
-  grant(grant: KindGrant): void;
-  /** A re-check or heartbeat answered: re-check after the first holder's lease end, or a heartbeat. */
-  stillWaiting(retryMs: number, sentAt: number): void;
-  cancel(): void;
-  halt(): void;
-}
-
-/** The drift allowance core uses (1% + 2 ms, the Redlock spec's), so both bound a lease alike. */
-function driftMs(ms: number): number {
-  return Math.ceil(ms * 0.01) + 2;
-}
 
 /**
  * One letter per kind, read by the scripts from the token (kinds-lua.ts). Tokens of the mutex
@@ -95,6 +77,10 @@ function keysOf(key: string, token: string): readonly string[] {
   return keys;
 }
 
+function isOne(reply: unknown): boolean {
+  return Number(reply) === 1;
+}
+
 function pair(reply: unknown): [number, number] {
   if (Array.isArray(reply) && reply.length === 2) return [Number(reply[0]), Number(reply[1])];
   throw new Error(`unexpected script reply ${JSON.stringify(reply)}`);
@@ -122,7 +108,7 @@ export class FairKinds implements LockMode {
   private sequence = 0;
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly grants: GrantChannel;
-  private readonly waiters = new Map<string, Waiter>();
+  private readonly waiters = new Map<string, QueuedWaiter>();
   /**
    * Tokens whose queueing script is in flight, with the fence of a grant message that arrived before
    * the script's reply (the subscriber socket can be read first in the same poll): kept for the
@@ -135,6 +121,8 @@ export class FairKinds implements LockMode {
   private ticking = false;
   private closed = false;
   private readonly leaving = new Set<Promise<unknown>>();
+  /** What every queued waiter calls back into (fair-waiter.ts): one object, not closures per wait. */
+  private readonly host: WaiterHost;
 
   constructor(
     private readonly connection: Redis | Cluster,
@@ -145,6 +133,16 @@ export class FairKinds implements LockMode {
     this.ticker = new JitteredTicker(this.heartbeatMs, () => void this.tick());
     this.publish = settings.cluster ? 'SPUBLISH' : 'PUBLISH';
     this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
+    this.host = {
+      heartbeatMs: this.heartbeatMs,
+      recheck: (waiter) => this.attempt(waiter.request, waiter.token, '1'),
+      granted: (waiter, fence, validUntil) => this.grantOf(waiter.request, waiter.token, fence, validUntil),
+      forget: (waiter) => {
+        this.waiters.delete(waiter.token);
+        if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
+      },
+      giveUp: (waiter) => this.giveUp(waiter.request, waiter.token),
+    };
   }
 
   /** Whether a grant is one of ours (a read, write or permit), by its token. */
@@ -349,9 +347,9 @@ export class FairKinds implements LockMode {
     });
   }
 
-  async release(grant: Grant): Promise<boolean> {
+  release(grant: Grant): Promise<boolean> {
     if (this.unextended.size > 0) this.unextended.delete(grant as KindGrant);
-    return Number(await this.run(this.releaseCall(grant.key, grant.token))) === 1;
+    return this.run(this.releaseCall(grant.key, grant.token)).then(isOne);
   }
 
   async close(): Promise<void> {
@@ -472,85 +470,22 @@ export class FairKinds implements LockMode {
     signal: AbortSignal,
   ): Promise<Grant | undefined> {
     return new Promise<Grant | undefined>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let detach: (() => void) | undefined;
-      const finish = (): void => {
-        waiter.done = true;
-        if (timer !== undefined) clearTimeout(timer);
-        detach?.();
-        this.waiters.delete(token);
-        if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
-      };
-      const waiter: Waiter = {
-        request,
-        token,
-        waitingSeenAt: sentAt,
-        done: false,
-        grant: (grant) => {
-          if (waiter.done) return;
-          finish();
-          resolve(grant);
-        },
-        stillWaiting: (firstLeaseMs, checkedAt) => {
-          if (waiter.done) return;
-          if (checkedAt > waiter.waitingSeenAt) waiter.waitingSeenAt = checkedAt;
-          if (timer !== undefined) clearTimeout(timer);
-          // Re-check when the first holder's lease ends (a crash needs no event), or at the deadline;
-          // the tick's heartbeat re-checks meanwhile.
-          const recheckAt = Date.now() + (firstLeaseMs >= 0 ? firstLeaseMs + 1 : this.heartbeatMs);
-          timer = setTimeout(onTimer, Math.max(0, Math.min(deadline, recheckAt) - Date.now()));
-        },
-        cancel: () => leave(),
-        halt: () => {
-          if (waiter.done) return;
-          finish();
-          resolve(undefined);
-        },
-      };
-      const leave = (): void => {
-        if (waiter.done) return;
-        finish();
-        this.giveUp(request, token).then(() => resolve(undefined), reject);
-      };
-      const onAborted = (): void => leave();
-      const onTimer = (): void => {
-        timer = undefined;
-        if (waiter.done) return;
-        if (Date.now() >= deadline) return leave();
-        const checkedAt = Date.now();
-        this.attempt(request, token, '1').then(
-          ([held, value]) => {
-            if (held === 1) waiter.grant(this.grantOf(request, token, value, checkedAt + request.ttlMs - driftMs(request.ttlMs)));
-            else waiter.stillWaiting(value, checkedAt);
-          },
-          (error: unknown) => {
-            if (waiter.done) return;
-            finish();
-            this.giveUp(request, token).then(
-              () => reject(error),
-              () => reject(error),
-            );
-          },
-        );
-      };
+      // The fair mutex's waiter (fair-waiter.ts): its re-check is kind-acquire here, and it re-checks
+      // after the first holder's lease end (a crash needs no event) or at the deadline.
+      const waiter = new QueuedWaiter(this.host, request, keysOf(request.key, token), token, sentAt, deadline, resolve, reject);
       this.waiters.set(token, waiter);
       const early = this.inFlight.get(token);
       this.inFlight.delete(token);
-      if (signal.aborted || this.closed) return leave();
+      if (signal.aborted || this.closed) return waiter.cancel();
       // Many waiters share one signal (the client's close): one listener on it, O(1) per waiter.
-      detach = onAbort(signal, onAborted);
+      waiter.listen(signal);
       this.startTicking();
       waiter.stillWaiting(retryMs, sentAt);
       // A grant message that beat the queueing script's reply: take it now.
       if (early !== undefined) this.onGrantMessage(token, early);
       const ready = this.grants.ready(this.channelPrefix(request.key) + this.clientId);
       // Queued before our subscription was live: a grant may already have been sent unheard.
-      if (ready !== true)
-        void ready.then(() => {
-          if (waiter.done) return;
-          if (timer !== undefined) clearTimeout(timer);
-          onTimer();
-        });
+      if (ready !== true) void ready.then(() => waiter.recheckNow());
     });
   }
 

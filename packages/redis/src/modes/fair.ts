@@ -1,4 +1,4 @@
-import { onAbort, type AcquireRequest, type AttemptResult, type Capabilities, type Grant } from '@deadbolt/core/adapter';
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { GrantChannel } from '../grant-channel.js';
@@ -8,6 +8,7 @@ import { standaloneGrantPrefix } from '../lua.js';
 import { pair, queueScript, runScript, type ScriptName } from '../scripts.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 import { JitteredTicker } from '../jittered-ticker.js';
+import { driftMs, QueuedWaiter, type WaiterHost } from './fair-waiter.js';
 
 export const fairCapabilities: Capabilities = Object.freeze({
   ...baseCapabilities,
@@ -42,29 +43,6 @@ interface FairGrant extends Grant {
   request?: AcquireRequest;
 }
 
-/** One queued acquire. */
-interface Waiter {
-  readonly request: AcquireRequest;
-  readonly keys: readonly string[];
-  readonly token: string;
-  /** Send time of the latest script that found us still waiting: no grant to us started before it. */
-  waitingSeenAt: number;
-  /** Set once the acquire has an outcome or is giving up: later messages and replies are ignored. */
-  done: boolean;
-  grant(grant: FairGrant): void;
-  /** A re-check, heartbeat or grant answered: the holder's remaining lease, to re-check after it. */
-  stillWaiting(pttl: number, sentAt: number): void;
-  /** Gives up as on a timeout (the backend closes). */
-  cancel(): void;
-  /** Stops without a word to the server (simulateCrash): no timer left, the entry stays queued. */
-  halt(): void;
-}
-
-/** The drift allowance core uses (1% + 2 ms, the Redlock spec's), so both bound a lease alike. */
-function driftMs(ms: number): number {
-  return Math.ceil(ms * 0.01) + 2;
-}
-
 /**
  * Fair (FIFO) locks with the hand-off done by the server (primitives.md section 1.3): the lock is
  * a plain token under the exact key (as in setnx, so SET NX clients still exclude it) and waiters
@@ -88,7 +66,7 @@ export class FairMode implements LockMode {
   private sequence = 0;
   private readonly publish: 'PUBLISH' | 'SPUBLISH';
   private readonly grants: GrantChannel;
-  private readonly waiters = new Map<string, Waiter>();
+  private readonly waiters = new Map<string, QueuedWaiter>();
   /**
    * Tokens whose queueing script is in flight, with the fence of a grant message that arrived before
    * the script's reply (the subscriber socket can be read first in the same poll): kept for the
@@ -106,6 +84,8 @@ export class FairMode implements LockMode {
   private readonly keyCache = new Map<string, readonly string[]>();
   /** The grant channel on a single server (one per client), named once. */
   private readonly channel: string;
+  /** What every queued waiter of this mode calls back into (fair-waiter.ts): one object, not closures per wait. */
+  private readonly host: WaiterHost;
 
   constructor(
     private readonly connection: Redis | Cluster,
@@ -116,6 +96,16 @@ export class FairMode implements LockMode {
     this.channel = standaloneGrantPrefix + this.clientId;
     this.publish = settings.cluster ? 'SPUBLISH' : 'PUBLISH';
     this.grants = new GrantChannel(settings.openSubscriber, settings.cluster, (token, fence) => this.onGrantMessage(token, fence));
+    this.host = {
+      heartbeatMs: this.heartbeatMs,
+      recheck: (waiter) => this.attempt(waiter.request, waiter.token, '1'),
+      granted: (waiter, fence, validUntil) => this.grantOf(waiter.request, waiter.token, fence, validUntil),
+      forget: (waiter) => {
+        this.waiters.delete(waiter.token);
+        if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
+      },
+      giveUp: (waiter) => this.giveUp(waiter),
+    };
   }
 
   async tryAcquire(request: AcquireRequest, token = this.tokenFor(request)): Promise<AttemptResult> {
@@ -190,18 +180,10 @@ export class FairMode implements LockMode {
     });
   }
 
-  async release(grant: Grant): Promise<boolean> {
+  release(grant: Grant): Promise<boolean> {
     if (this.unextended.size > 0) this.unextended.delete(grant as FairGrant);
-    return (
-      Number(
-        await runScript(
-          this.connection,
-          'fair-release',
-          this.keysOf(grant.key),
-          this.settings.cluster ? [grant.token, this.channelPrefix(grant.key), this.publish] : [grant.token],
-        ),
-      ) === 1
-    );
+    const args = this.settings.cluster ? [grant.token, this.channelPrefix(grant.key), this.publish] : [grant.token];
+    return runScript(this.connection, 'fair-release', this.keysOf(grant.key), args).then(isOne);
   }
 
   async close(): Promise<void> {
@@ -286,91 +268,24 @@ export class FairMode implements LockMode {
     signal: AbortSignal,
   ): Promise<Grant | undefined> {
     return new Promise<Grant | undefined>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let detach: (() => void) | undefined;
-      const finish = (): void => {
-        waiter.done = true;
-        if (timer !== undefined) clearTimeout(timer);
-        detach?.();
-        this.waiters.delete(token);
-        if (this.waiters.size === 0 && this.unextended.size === 0) this.stopTicking();
-      };
-      const waiter: Waiter = {
-        request,
-        keys: this.keysOf(request.key),
-        token,
-        waitingSeenAt: sentAt,
-        done: false,
-        grant: (grant) => {
-          if (waiter.done) return;
-          finish();
-          resolve(grant);
-        },
-        stillWaiting: (holderPttl, checkedAt) => {
-          if (waiter.done) return;
-          if (checkedAt > waiter.waitingSeenAt) waiter.waitingSeenAt = checkedAt;
-          if (timer !== undefined) clearTimeout(timer);
-          // Re-check when the holder's lease runs out (its crash needs no event), or at the deadline.
-          const recheckAt = holderPttl >= 0 ? Date.now() + holderPttl + 1 : Date.now() + this.heartbeatMs;
-          timer = setTimeout(onTimer, Math.max(0, Math.min(deadline, recheckAt) - Date.now()));
-        },
-        cancel: () => leave(),
-        halt: () => {
-          if (waiter.done) return;
-          finish();
-          resolve(undefined);
-        },
-      };
-      const leave = (): void => {
-        if (waiter.done) return;
-        finish();
-        const left = this.giveUp(waiter);
-        left.then(() => resolve(undefined), reject);
-      };
-      const onTimer = (): void => {
-        timer = undefined;
-        if (waiter.done) return;
-        if (Date.now() >= deadline) return leave();
-        const checkedAt = Date.now();
-        this.attempt(request, token, '1').then(
-          (reply) => {
-            const [held, value] = pair(reply);
-            if (held === 1) waiter.grant(this.grantOf(request, token, value, checkedAt + request.ttlMs - driftMs(request.ttlMs)));
-            else waiter.stillWaiting(value, checkedAt);
-          },
-          (error: unknown) => {
-            if (waiter.done) return;
-            finish();
-            // The server may still hold our entry: leave (best effort), then report the failure.
-            this.giveUp(waiter).then(
-              () => reject(error),
-              () => reject(error),
-            );
-          },
-        );
-      };
-      const recheckNow = (): void => {
-        if (waiter.done) return;
-        if (timer !== undefined) clearTimeout(timer);
-        onTimer();
-      };
+      const waiter = new QueuedWaiter(this.host, request, this.keysOf(request.key), token, sentAt, deadline, resolve, reject);
       this.waiters.set(token, waiter);
       const early = this.inFlight.get(token);
       this.inFlight.delete(token);
-      if (signal.aborted || this.closed) return leave();
-      detach = onAbort(signal, leave);
+      if (signal.aborted || this.closed) return waiter.cancel();
+      waiter.listen(signal);
       this.startTicking();
       waiter.stillWaiting(pttl, sentAt);
       // A grant message that beat the queueing script's reply: take it now.
       if (early !== undefined) this.onGrantMessage(token, early);
       const ready = this.grants.ready(this.settings.cluster ? this.channelPrefix(request.key) + this.clientId : this.channel);
       // Queued before our subscription was live: a grant may already have been sent unheard.
-      if (ready !== true) void ready.then(recheckNow);
+      if (ready !== true) void ready.then(() => waiter.recheckNow());
     });
   }
 
   /** fair-leave: no entry left behind; a grant that raced us is passed on by the script. */
-  private giveUp(waiter: Waiter): Promise<void> {
+  private giveUp(waiter: QueuedWaiter): Promise<void> {
     waiter.done = true;
     this.waiters.delete(waiter.token);
     const left = runScript(this.connection, 'fair-leave', waiter.keys, [
@@ -489,6 +404,10 @@ export class FairMode implements LockMode {
       this.ticking = false;
     }
   }
+}
+
+function isOne(reply: unknown): boolean {
+  return Number(reply) === 1;
 }
 
 /** How many keys' script KEYS a fair mode remembers (see keysOf). */
