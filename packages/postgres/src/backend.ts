@@ -14,7 +14,7 @@ import {
 } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { clientConfig } from './connect.js';
-import { listenSessionFor } from './listen-session.js';
+import { existingListenSession, listenSessionFor } from './listen-session.js';
 import { ReleaseListener } from './listener.js';
 import type { ModeContext, PostgresLockMode } from './modes/mode.js';
 import { modeEntry } from './modes/table.js';
@@ -76,7 +76,11 @@ export class PostgresBackend implements LockBackend {
       return client;
     };
     const share = options.ownPool ?? `${JSON.stringify(listenConfig)}\u0000${options.statementTimeoutMs}\u0000${listenTimeoutMs}`;
-    this.listener = new ReleaseListener(() => listenSessionFor(share, open, listenTimeoutMs), releaseChannel);
+    this.listener = new ReleaseListener(
+      () => listenSessionFor(share, open, listenTimeoutMs),
+      releaseChannel,
+      () => existingListenSession(share),
+    );
     const backend = this;
     const context: ModeContext = {
       options,

@@ -2,6 +2,9 @@ import { withDeadline } from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import { endClient } from './connect.js';
 
+/** Every lease client's grant channel starts so (lease.ts); only their messages are deduplicated. */
+export const grantChannelPrefix = 'deadbolt_grant_';
+
 /** A user of the shared session (one backend's ReleaseListener). */
 export interface ListenMember {
   /** A notification on a channel this member listens to. */
@@ -28,6 +31,11 @@ export class ListenSession {
   /** Channels whose LISTEN on the current client is done (or under way). */
   private listens = new Map<string, Promise<void>>();
   private readonly done = new Set<string>();
+  /**
+   * Grant messages delivered once, by whichever came first: the NOTIFY, or the reply of a release
+   * made in this process (deliverLocally). The other copy is dropped when it comes. Bounded.
+   */
+  private readonly delivered = new Set<string>();
 
   constructor(
     private readonly open: () => pg.Client,
@@ -84,6 +92,26 @@ export class ListenSession {
     if (client !== undefined) void endClient(client);
   }
 
+  /**
+   * A grant message a release in this process made, from that release's reply: delivered now if a
+   * member here listens to its channel, so a waiter in the releasing process does not wait for the
+   * NOTIFY's trip through the server's listening backend (issue 18). The grant is committed either way.
+   */
+  deliverLocally(channel: string, payload: string): void {
+    if (this.channels.get(channel)?.size) this.deliver(channel, payload);
+  }
+
+  /** Each grant message once (a release's reply and its NOTIFY carry the same "<token> <fence>"). */
+  private deliver(channel: string, payload: string): void {
+    if (channel.startsWith(grantChannelPrefix)) {
+      const id = `${channel} ${payload}`;
+      if (this.delivered.delete(id)) return;
+      if (this.delivered.size >= 10_000) this.delivered.clear();
+      this.delivered.add(id);
+    }
+    for (const member of this.channels.get(channel) ?? []) member.notify(channel, payload);
+  }
+
   private connection(): Promise<pg.Client> {
     this.ready ??= this.connect();
     return this.ready;
@@ -109,7 +137,7 @@ export class ListenSession {
     client.on('end', broken);
     client.on('notification', (message) => {
       if (message.payload === undefined || this.client !== client) return;
-      for (const member of this.channels.get(message.channel) ?? []) member.notify(message.channel, message.payload);
+      this.deliver(message.channel, message.payload);
     });
     try {
       await withDeadline(client.connect(), this.timeoutMs);
@@ -137,4 +165,9 @@ export function listenSessionFor(share: string | object, open: () => pg.Client, 
   if (typeof share === 'string') byConfig.set(share, session);
   else byPool.set(share, session);
   return session;
+}
+
+/** The process-wide session for `share` if one is open (a release delivers to its waiters). */
+export function existingListenSession(share: string | object): ListenSession | undefined {
+  return typeof share === 'string' ? byConfig.get(share) : byPool.get(share);
 }

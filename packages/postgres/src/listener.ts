@@ -30,6 +30,8 @@ export class ReleaseListener implements ListenMember {
     /** The process's session for this backend's settings (looked up at each join: a session ends with its last member). */
     private readonly sessionFor: () => ListenSession,
     private readonly channel: string,
+    /** The process's session for these settings if there is one (never creates it). */
+    private readonly existingSession: () => ListenSession | undefined = () => undefined,
   ) {}
 
   /**
@@ -62,6 +64,11 @@ export class ReleaseListener implements ListenMember {
         this.grantsListening = undefined;
       });
     return this.grantsListening;
+  }
+
+  /** A grant a release here made (its reply named the waiter's channel): to a waiter in this process at once. */
+  deliverLocally(channel: string, payload: string): void {
+    (this.session ?? this.existingSession())?.deliverLocally(channel, payload);
   }
 
   notify(channel: string, payload: string): void {

@@ -43,6 +43,10 @@ export function leaseSql(table: string, schema?: string) {
   // from that locked row. v1 stays for clients of the previous release.
   const acquire = fn('acquire').replace(/_v1"$/, '_v2"');
   const release = fn('release');
+  // v2: the grant inline (v1 calls the grant function: a plpgsql frame more in the key's serial
+  // section) and the message it sent returned to the caller (see releaseSqlV2). v1 stays for clients
+  // of the previous release.
+  const releaseV2 = fn('release').replace(/_v1"$/, '_v2"');
   const leave = fn('leave');
   const grantNextSql = `CREATE FUNCTION ${grantNext}(k text) RETURNS boolean LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
@@ -142,6 +146,37 @@ BEGIN
   END IF;
   RETURN live;
 END $fn$`;
+  const releaseSqlV2 = `CREATE FUNCTION ${releaseV2}(k text, tok text, OUT live boolean, OUT granted_channel text, OUT granted_payload text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+-- v1 (only our own row; hand it to the next live waiter in place, or delete it), plus the channel
+-- and message of the grant it made: a waiter in the caller's process gets its grant from the reply
+-- instead of waiting for the NOTIFY to come round through the listening session.
+DECLARE r record; w record; f bigint;
+BEGIN
+  live := false;
+  SELECT l.owner, l.expires_at INTO r FROM ${L} l WHERE l.key = k FOR UPDATE;
+  IF NOT FOUND OR r.owner <> tok THEN RETURN; END IF;
+  live := r.expires_at >= now();
+  LOOP
+    SELECT token, channel, ttl_ms, deadline INTO w FROM ${W} WHERE key = k ORDER BY seq LIMIT 1;
+    IF NOT FOUND THEN
+      DELETE FROM ${L} WHERE key = k;
+      -- Election followers (election.ts) wait for this; lock waiters get their grant instead.
+      IF EXISTS (SELECT 1 FROM ${leaders} WHERE key = k) THEN PERFORM pg_notify('${releaseChannel}', k); END IF;
+      RETURN;
+    END IF;
+    DELETE FROM ${W} WHERE token = w.token;
+    EXIT WHEN w.deadline >= clock_timestamp();
+  END LOOP;
+  f := nextval('${seq}');
+  UPDATE ${L} SET owner = w.token, fence = f,
+    expires_at = least(clock_timestamp() + w.ttl_ms * interval '1 millisecond', w.deadline)
+    WHERE key = k;
+  granted_channel := w.channel;
+  granted_payload := w.token || ' ' || f;
+  PERFORM pg_notify(granted_channel, granted_payload);
+END $fn$`;
   const leaveSql = `CREATE FUNCTION ${leave}(k text, tok text) RETURNS integer LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 -- A waiter gives up (timeout, abort): no entry left behind. A grant that raced the give-up is passed
@@ -175,9 +210,10 @@ END $fn$`;
       ].map(([name, args, body]) => createOnce(name!, args!, body!)),
       createOnce(...legacyLeaseFunction({ L, W, seq, wseq, lockRow, grantNext, acquire: fn('acquire') })),
       createOnce(acquire, '(text, text, float8, boolean, text, float8)', acquireSql),
+      createOnce(releaseV2, '(text, text)', releaseSqlV2),
     ],
     /** The last function the schema creates: once it exists, the whole schema does. */
-    probe: `${acquire}(text, text, float8, boolean, text, float8)`,
+    probe: `${releaseV2}(text, text)`,
     /** One attempt: $1 key, $2 token, $3 ttl ms, $4 join the queue, $5 our grant channel, $6 waiter lease ms. */
     acquire: `SELECT held, fence::text AS fence, remaining_ms FROM ${acquire}($1, $2, $3, $4, $5, $6)`,
     renew: `UPDATE ${L} SET expires_at = now() + $3 * interval '1 millisecond' WHERE key = $1 AND owner = $2 AND expires_at >= now()`,
@@ -188,7 +224,8 @@ END $fn$`;
       holds AS (UPDATE ${H} AS h SET expires_at = now() + u.ttl * interval '1 millisecond' FROM u
         WHERE h.key = u.key AND h.token = u.owner AND h.expires_at >= now() RETURNING h.key, h.token AS owner)
       SELECT key, owner FROM locks UNION ALL SELECT key, owner FROM holds`,
-    release: `SELECT ${release}($1, $2) AS live`,
+    /** $1 key, $2 our token. The grant it made, if any: the waiter's channel and the message sent there. */
+    release: `SELECT live, granted_channel, granted_payload FROM ${releaseV2}($1, $2)`,
     leave: `SELECT ${leave}($1, $2) AS left`,
     /**
      * Waiters' heartbeat, one statement per tick ($1 tokens, $2 their keys, $3 waiter lease ms): their

@@ -1,4 +1,4 @@
-// Broken lease queues, each a one-line change to the real grant SQL on a real server: the fair group
+// Broken lease queues, each a one-line change to the real grant SQL (wherever that line is) on a real server: the fair group
 // of the conformance suite must catch every one (as packages/redis/test/fair-mutants.test.ts does for
 // the Redis fair scripts). Each mutant runs in its own table, so its functions never replace the
 // real ones (function names follow the table).
@@ -29,10 +29,16 @@ function mutantCase(testCase: ConformanceCase, table: string, from: string, to: 
       const backend = createPostgresBackend(`${server.url}?mode=lease&table=${table}&waiterLeaseMs=${waiterLeaseMs}`) as PostgresBackend;
       // The statements the backend will create its functions with (the array it registered).
       const { mode } = backend as unknown as { mode: { sql: { schema: string[] }; kinds: { schema: string[] } } };
-      const schema = [mode.sql.schema, mode.kinds.schema].find((statements) => statements.some((text) => text.includes(from)));
-      const index = schema?.findIndex((statement) => statement.includes(from)) ?? -1;
-      if (schema === undefined || index < 0) throw new Error(`mutant: "${from}" not found in the lease schema`);
-      schema[index] = schema[index]!.replace(from, to);
+      // Every statement with it: the grant is in the grant function and, inline, in the release (v2).
+      let found = 0;
+      for (const schema of [mode.sql.schema, mode.kinds.schema]) {
+        for (const [index, statement] of schema.entries()) {
+          if (!statement.includes(from)) continue;
+          schema[index] = statement.replace(from, to);
+          found += 1;
+        }
+      }
+      if (found === 0) throw new Error(`mutant: "${from}" not found in the lease schema`);
       const client = createLockClient({ backend, prefix });
       backends.set(client, backend);
       return client;

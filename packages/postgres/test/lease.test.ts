@@ -27,13 +27,20 @@ describe('postgres:lease', () => {
     expect(held.acquired).toBe(true);
     await first.close();
     // A client of the previous release beside this one finds the functions it calls.
-    const previous = await admin.query<{ lease: string | null; kinds: string | null }>(
+    const previous = await admin.query<{ lease: string | null; kinds: string | null; acquire: string | null; release: string | null }>(
       `SELECT to_regprocedure('"upgraded_acquire_v1"(text, text, float8, boolean, text, float8)')::text AS lease,
-              to_regprocedure('"upgraded_kacquire_v1"(text, text, text, integer, text, float8, boolean, text, float8)')::text AS kinds`,
+              to_regprocedure('"upgraded_kacquire_v1"(text, text, text, integer, text, float8, boolean, text, float8)')::text AS kinds,
+              to_regprocedure('"upgraded_acquire_v2"(text, text, float8, boolean, text, float8)')::text AS acquire,
+              to_regprocedure('"upgraded_release_v1"(text, text)')::text AS release`,
     );
-    expect(previous.rows[0]).toEqual({ lease: expect.any(String), kinds: expect.any(String) });
+    expect(previous.rows[0]).toEqual({
+      lease: expect.any(String),
+      kinds: expect.any(String),
+      acquire: expect.any(String),
+      release: expect.any(String),
+    });
     // As if this release were new: the function it probes for is not there yet.
-    await admin.query('DROP FUNCTION "upgraded_acquire_v2"(text, text, float8, boolean, text, float8)');
+    await admin.query('DROP FUNCTION "upgraded_release_v2"(text, text)');
     const inUse = new pg.Client({ connectionString: server.url });
     await inUse.connect();
     const upgraded = createPostgresBackend(`${server.url}?mode=lease&table=upgraded&statementTimeoutMs=1500`) as PostgresBackend;

@@ -10,6 +10,7 @@ import {
 } from '@deadbolt/core/adapter';
 import { electionSql, LeaseElection } from '../election.js';
 import { kindsSql } from '../kinds-sql.js';
+import { grantChannelPrefix } from '../listen-session.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
 import { grantOf, LeaseQueue, validFrom } from './lease-queue.js';
@@ -64,7 +65,7 @@ export class LeaseMode implements PostgresLockMode {
   private readonly election: LeaseElection;
   private readonly queue: LeaseQueue;
   /** This client's grant channel: one per backend, never per key. */
-  private readonly channel = `deadbolt_grant_${randomBytes(12).toString('hex')}`;
+  private readonly channel = `${grantChannelPrefix}${randomBytes(12).toString('hex')}`;
 
   constructor(private readonly context: ModeContext) {
     const { options, statements } = context;
@@ -148,8 +149,18 @@ export class LeaseMode implements PostgresLockMode {
   async release(grant: Grant): Promise<boolean> {
     this.queue.forget(grant);
     const text = isKindGrant(grant) ? this.kinds.release : this.sql.release;
-    const result = await this.context.statements.query<{ live: boolean }>('release', grant.key, text, [grant.key, grant.token]);
-    return result.rows[0]?.live === true;
+    const result = await this.context.statements.query<{ live: boolean; granted_channel?: string | null; granted_payload?: string | null }>(
+      'release',
+      grant.key,
+      text,
+      [grant.key, grant.token],
+    );
+    const row = result.rows[0];
+    // The lock went to a waiter: if it waits in this process, it need not wait for the NOTIFY.
+    if (typeof row?.granted_channel === 'string' && typeof row.granted_payload === 'string') {
+      this.context.listener.deliverLocally(row.granted_channel, row.granted_payload);
+    }
+    return row?.live === true;
   }
 
   /** Release notifications for election followers (lock waiters get their grant by message instead). */
