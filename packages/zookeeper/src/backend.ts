@@ -169,11 +169,13 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
   async release(grant: Grant): Promise<boolean> {
     this.session.untrack(grant.token);
     return this.guard('release', grant.key, async () => {
-      const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key).catch((error: unknown) => {
-        // Not connected: the session (and our node) may well live on; delete it once we reconnect.
-        this.abandoned.add(grant.token);
-        throw error;
-      });
+      const client =
+        this.session.connectedClient ??
+        (await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key).catch((error: unknown) => {
+          // Not connected: the session (and our node) may well live on; delete it once we reconnect.
+          this.abandoned.add(grant.token);
+          throw error;
+        }));
       let deleted = true;
       try {
         await remove(client, grant.token, Date.now() + this.options.operationTimeoutMs);
@@ -186,8 +188,11 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         }
       }
       const { semaphorePath, lockPath: parent } = grant as Partial<ZooKeeperGrant>;
-      if (semaphorePath !== undefined) await this.semaphores.schedule(semaphorePath);
-      else await this.parents.schedule(parent ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
+      const sweep =
+        semaphorePath !== undefined
+          ? this.semaphores.schedule(semaphorePath)
+          : this.parents.schedule(parent ?? grant.token.slice(0, grant.token.lastIndexOf('/')));
+      if (sweep !== undefined) await sweep;
       return deleted;
     });
   }
@@ -211,7 +216,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
   ): Promise<Grant | undefined> {
     return this.guard('acquire', request.key, async () => {
       // Connecting has its own deadline (connectTimeoutMs), independent of how long we may wait for the lock.
-      const client = await this.session.ready(Number.POSITIVE_INFINITY, request.key);
+      const client = this.session.connectedClient ?? (await this.session.ready(Number.POSITIVE_INFINITY, request.key));
       const sessionEnded = this.session.endedSignal;
       if (this.abandoned.hasPending) await this.abandoned.retry();
       const run: RecipeRun = {
@@ -279,14 +284,12 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
     await remove(client, path, Date.now() + this.options.operationTimeoutMs).catch(() => undefined);
   }
 
-  /** Every failure surfaces as a DeadboltError naming the key and the backend. */
-  private async guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
-    try {
-      return await body();
-    } catch (error) {
+  /** Every failure surfaces as a DeadboltError naming the key and the backend (`body` is async: it never throws, it rejects). */
+  private guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
+    return body().catch((error: unknown) => {
       if (error instanceof DeadboltError) throw error;
       throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
-    }
+    });
   }
 }
 

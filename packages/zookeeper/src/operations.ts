@@ -41,6 +41,17 @@ export function boundOnWheel(client: Client, wheel: DeadlineWheel): void {
 }
 
 /**
+ * Calls `expire` after `ms` on `client`'s deadline wheel (late by at most 1/64 of `ms`, never early),
+ * or on a Node timer when the client has none. Returns the cancel.
+ */
+export function afterMs(client: Client, ms: number, expire: () => void): { cancel(): void } {
+  const wheel = wheels.get(client);
+  if (wheel !== undefined) return wheel.watch(ms, expire);
+  const timer = setTimeout(expire, ms);
+  return { cancel: () => clearTimeout(timer) };
+}
+
+/**
  * Runs one callback-style request, rejecting with OperationTimeoutError at `deadline`. `late` sees
  * the real outcome of a request that completed after we stopped waiting (to undo a late create).
  * `client`: the request is on it (its writes are batched, its deadline on its wheel if it has one).

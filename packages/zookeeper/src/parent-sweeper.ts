@@ -18,13 +18,17 @@ export class ParentSweeper {
     private readonly removeIfEmpty: (path: string) => Promise<void>,
   ) {}
 
-  /** With no delay the parent is removed before this resolves (the caller's release waits for it). */
-  async schedule(path: string): Promise<void> {
+  /**
+   * With no delay the parent is removed before the returned promise resolves (the caller's release
+   * waits for it); with a delay nothing is returned (no promise per release to wait on).
+   */
+  schedule(path: string): Promise<void> | undefined {
     if (this.delayMs === 0) return this.removeIfEmpty(path);
     // Re-inserted so the map stays in touch order: the first entry is always the next one due.
     this.pending.delete(path);
     this.pending.set(path, Date.now());
     this.arm();
+    return undefined;
   }
 
   /** Sweeps everything pending now (close() leaves nothing pending behind). */

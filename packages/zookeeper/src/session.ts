@@ -87,6 +87,11 @@ export class ZooKeeperSession {
     });
   }
 
+  /** The client when its session is connected right now (ready() without a promise), else undefined. */
+  get connectedClient(): Client | undefined {
+    return this.connected && !this.closed ? this.client : undefined;
+  }
+
   /** Aborts when the session the last ready() returned ends. */
   get endedSignal(): AbortSignal {
     return this.ended.signal;

@@ -12,11 +12,11 @@ import { getChildren, mkdirp } from './operations.js';
  * once (an uncontended look pays no delay).
  */
 interface PathListing {
-  inFlight: boolean;
-  next: { readonly waiters: ((result: ListingResult) => void)[] } | undefined;
+  /** Callers that asked while a listing was in flight: they share the one sent when it is answered. */
+  next:
+    | { readonly answer: Promise<string[]>; readonly resolve: (children: string[]) => void; readonly reject: (error: unknown) => void }
+    | undefined;
 }
-
-type ListingResult = { readonly ok: true; readonly children: string[] } | { readonly ok: false; readonly error: unknown };
 
 const listings = new WeakMap<Client, Map<string, PathListing>>();
 
@@ -26,40 +26,33 @@ export function sharedGetChildren(client: Client, path: string, operationTimeout
     byPath = new Map();
     listings.set(client, byPath);
   }
-  let state = byPath.get(path);
-  if (state === undefined) {
-    state = { inFlight: false, next: undefined };
-    byPath.set(path, state);
+  const state = byPath.get(path);
+  // None in flight: the caller's own request, sent at once (no promise of ours around it).
+  if (state === undefined) return send(client, path, operationTimeoutMs, byPath);
+  if (state.next === undefined) {
+    let resolve!: (children: string[]) => void;
+    let reject!: (error: unknown) => void;
+    const answer = new Promise<string[]>((onAnswer, onError) => {
+      resolve = onAnswer;
+      reject = onError;
+    });
+    state.next = { answer, resolve, reject };
   }
-  return new Promise<string[]>((resolve, reject) => {
-    const deliver = (result: ListingResult): void => (result.ok ? resolve(result.children) : reject(result.error));
-    if (!state.inFlight) return send(client, path, operationTimeoutMs, state, byPath, [deliver]);
-    state.next ??= { waiters: [] };
-    state.next.waiters.push(deliver);
-  });
+  return state.next.answer;
 }
 
-function send(
-  client: Client,
-  path: string,
-  operationTimeoutMs: number,
-  state: PathListing,
-  byPath: Map<string, PathListing>,
-  waiters: readonly ((result: ListingResult) => void)[],
-): void {
-  state.inFlight = true;
-  const settle = (result: ListingResult): void => {
-    state.inFlight = false;
+function send(client: Client, path: string, operationTimeoutMs: number, byPath: Map<string, PathListing>): Promise<string[]> {
+  const state: PathListing = { next: undefined };
+  byPath.set(path, state);
+  const listing = getChildren(client, path, Date.now() + operationTimeoutMs);
+  // Registered before the caller's own continuation: the next listing leaves before anyone acts on this one.
+  const answered = (): void => {
     const next = state.next;
-    state.next = undefined;
-    if (next !== undefined) send(client, path, operationTimeoutMs, state, byPath, next.waiters);
-    else byPath.delete(path);
-    for (const waiter of waiters) waiter(result);
+    if (next === undefined) byPath.delete(path);
+    else send(client, path, operationTimeoutMs, byPath).then(next.resolve, next.reject);
   };
-  getChildren(client, path, Date.now() + operationTimeoutMs).then(
-    (children) => settle({ ok: true, children }),
-    (error: unknown) => settle({ ok: false, error }),
-  );
+  listing.then(answered, answered);
+  return listing;
 }
 
 const parentsInFlight = new WeakMap<Client, Map<string, Promise<string>>>();

@@ -33,6 +33,11 @@ export function readWholeFrames(client: Client): void {
   const readOne = reader.onSocketData;
   reader.onSocketData = function (this: FrameReader, chunk: Buffer): void {
     const pending = this.pendingBuffer;
+    // The common case with one request in flight: the chunk is exactly one frame, handed on as it is.
+    if (pending === null && chunk.length >= 4 && chunk.readInt32BE(0) === chunk.length - 4) {
+      readOne.call(this, chunk);
+      return;
+    }
     const buffer = pending === null || pending.length === 0 ? chunk : Buffer.concat([pending, chunk], pending.length + chunk.length);
     this.pendingBuffer = null;
     const socket = this.socket;
