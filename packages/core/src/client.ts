@@ -272,10 +272,12 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
    */
   private acquireWithPlan(backend: LockBackend, plan: AcquirePlan, mayWait: boolean): Promise<Lock | null> {
     const startedAt = Date.now();
+    // A kind goes in the request from the start: only a downgrade (a read while holding the write) asks for another.
     const request: AcquireRequest = {
       key: plan.fullKey,
       owner: plan.owner,
       ttlMs: plan.ttlMs,
+      kind: plan.kind,
       onLost:
         plan.kind === undefined
           ? this.onMutexLost
@@ -385,8 +387,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     // The kind is settled per attempt: a downgrade depends on what this owner holds right now.
     const reentry = planReentry(plan.fullKey, plan.owner, plan.kind, this.heldNow, { key: plan.userKey, backend: backend.name });
     if ('reenter' in reentry) return this.reenterOrAttempt(backend, plan, request, at, reentry.reenter);
-    if (reentry.ask) {
-      // Spelled out, not spread (as `queued` below): every read, write and permit acquire passes here.
+    if (reentry.ask !== request.kind) {
+      // Spelled out, not spread (as `queued` below): a spread takes V8's slow clone path.
       request = { key: request.key, owner: request.owner, ttlMs: request.ttlMs, kind: reentry.ask, onLost: request.onLost };
     }
     return this.freshAttempt(backend, plan, request, at);
@@ -424,7 +426,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     });
   }
 
-  private async nativeAttempt(
+  private nativeAttempt(
     backend: LockBackend,
     plan: AcquirePlan,
     request: AcquireRequest,
@@ -448,15 +450,17 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       },
     };
     // A native wait may not honour its deadline on a frozen server: bound it by the wait plus one call.
-    const grant = await this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, signal), {
+    return this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, signal), {
       timeoutMs: Math.max(0, deadline - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs,
       undoLateGrant: true,
       leaseTtlMs: plan.ttlMs,
+    }).then((grant) => {
+      // Granted in the same instant as an abort: give it back rather than leave it held.
+      if (grant && signal.aborted) return this.giveBack(backend, plan, grant, signal);
+      signal.throwIfAborted();
+      if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
+      throw this.timeout(backend, plan, attempts);
     });
-    if (grant && signal.aborted) return this.giveBack(backend, plan, grant, signal);
-    signal.throwIfAborted();
-    if (grant) return this.grantLock(backend, plan, grant, sentAt, startedAt);
-    throw this.timeout(backend, plan, attempts);
   }
 
   /** A grant that landed as the acquire was aborted: released, and the abort's reason thrown. */

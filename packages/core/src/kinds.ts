@@ -93,10 +93,9 @@ export function planReentry(
   held: (id: string) => Lease | undefined,
   context: { key: string; backend: string },
 ): Reentry {
-  const live = (lease: Lease | undefined): Lease | undefined => (lease && !lease.lost ? lease : undefined);
   if (kind === undefined) {
     const lease = live(held(leaseId(fullKey, owner)));
-    return lease ? { reenter: lease } : { ask: kind };
+    return lease ? { reenter: lease } : askMutex;
   }
   if (kind.type === 'permit') return { ask: kind };
   const own = live(held(kindLeaseId(fullKey, owner, kind, '')));
@@ -105,6 +104,12 @@ export function planReentry(
   if (kind.type === 'read') return { ask: write ? { type: 'read', downgradeOf: write.grant } : kind };
   if (live(held(kindLeaseId(fullKey, owner, { type: 'read' }, '')))) throw new LockUpgradeError(context);
   return { ask: kind };
+}
+
+const askMutex: Reentry = Object.freeze({ ask: undefined });
+
+function live(lease: Lease | undefined): Lease | undefined {
+  return lease && !lease.lost ? lease : undefined;
 }
 
 /** Span and event label of a kind. */
