@@ -65,6 +65,8 @@ export interface AcquirePlan {
   readonly signal: AbortSignal | undefined;
   /** Read, write or permit; undefined for the mutex. */
   readonly kind: LockKind | undefined;
+  /** The owner is a flow minted for this acquire alone: it holds nothing yet, so there is nothing to re-enter. */
+  readonly freshOwner?: boolean;
 }
 
 /**
@@ -250,10 +252,12 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     if (kind) checkKindSupported(kind, backend.capabilities, backend.name, key);
     const prefix = this.configuredPrefix ?? backend.defaultPrefix ?? '';
     const ttlMs = options?.ttlMs ?? this.defaults.ttlMs;
+    const flow = options?.owner === undefined ? currentFlow() : undefined;
     const plan: AcquirePlan = {
       userKey: key,
       fullKey: prefix + key,
-      owner: options?.owner ?? `${this.id}:${currentFlow() ?? newFlow()}`,
+      owner: options?.owner ?? `${this.id}:${flow ?? newFlow()}`,
+      freshOwner: options?.owner === undefined && flow === undefined,
       ttlMs,
       waitMs: mayWait ? (options?.waitMs ?? this.defaults.waitMs) : 0,
       // As Redisson's watchdog: renew automatically unless the caller chose a lease length.
@@ -378,6 +382,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
    * failure; may throw synchronously (LockUpgradeError): callers catch both.
    */
   private attemptOnce(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, at: AttemptContext): Promise<Lock | Busy> {
+    // An acquire outside any owner flow gets an owner of its own (owner.ts): no lease to look up.
+    if (plan.freshOwner === true) return this.freshAttempt(backend, plan, request, at);
     if (plan.kind === undefined) {
       // The mutex's rule of planReentry, inline (no closure or result object per attempt): its own live lease re-enters.
       const held = this.heldNow(leaseId(plan.fullKey, plan.owner));
