@@ -36,6 +36,8 @@ export class ListenSession {
    * made in this process (deliverLocally). The other copy is dropped when it comes. Bounded.
    */
   private readonly delivered = new Set<string>();
+  /** The last LISTEN / UNLISTEN sent on each client (see command). */
+  private readonly commandTails = new WeakMap<pg.Client, Promise<void>>();
 
   constructor(
     private readonly open: () => pg.Client,
@@ -57,7 +59,7 @@ export class ListenSession {
     if (!this.members.has(member)) throw new Error('the listen session was left');
     let listening = this.listens.get(channel);
     if (listening === undefined) {
-      listening = withDeadline(client.query(`LISTEN "${channel}"`), this.timeoutMs).then(() => {
+      listening = withDeadline(this.command(client, `LISTEN "${channel}"`), this.timeoutMs).then(() => {
         if (this.client === client) this.done.add(channel);
       });
       this.listens.set(channel, listening);
@@ -83,7 +85,7 @@ export class ListenSession {
       this.done.delete(channel);
       const client = this.client;
       if (client !== undefined && this.members.size > 0)
-        void withDeadline(client.query(`UNLISTEN "${channel}"`), this.timeoutMs).catch(() => undefined);
+        void withDeadline(this.command(client, `UNLISTEN "${channel}"`), this.timeoutMs).catch(() => undefined);
     }
     if (this.members.size > 0) return;
     const client = this.client;
@@ -110,6 +112,20 @@ export class ListenSession {
       this.delivered.add(id);
     }
     for (const member of this.channels.get(channel) ?? []) member.notify(channel, payload);
+  }
+
+  /**
+   * LISTEN and UNLISTEN one at a time on the client (several clients of a process start listening
+   * together): pg deprecates a query sent while another one runs, and pg 9 drops its queue.
+   */
+  private command(client: pg.Client, text: string): Promise<void> {
+    const tail = this.commandTails.get(client) ?? Promise.resolve();
+    const run = tail.then(() => client.query(text)).then(() => undefined);
+    this.commandTails.set(
+      client,
+      run.catch(() => undefined),
+    );
+    return run;
   }
 
   private connection(): Promise<pg.Client> {
