@@ -145,7 +145,9 @@ async function exerciseFaults(server: ServerHandle): Promise<void> {
 // ---- which providers run here --------------------------------------------------------------
 
 const endpoint = dockerEndpoint();
-const engine = endpoint === undefined ? undefined : await probeDockerEngine(endpoint, 1_000);
+// As long as the fixtures' own wait for a named engine: a 1 s probe missed a podman service that
+// answered in a CI run at load 12 (the container cases were skipped, the suites then ran on it).
+const engine = endpoint === undefined ? undefined : await probeDockerEngine(endpoint, 15_000);
 const processMissing = missingPackages();
 const providers: { name: ServerProviderName; skip: string | undefined }[] = [
   { name: 'process', skip: processMissing.length > 0 ? `missing Debian packages: ${processMissing.join(' ')}` : undefined },
