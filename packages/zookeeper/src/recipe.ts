@@ -171,11 +171,21 @@ export async function listBeside(
  * before it. `listing`: children already asked for (sent after our create), instead of a new request.
  */
 export async function position(run: RecipeRun, ours: Contender, listing?: Promise<string[]>): Promise<PredecessorStanding> {
+  if (ours.czxid !== undefined) {
+    // The fence is known (the create's reply): one pass over the listing, which predecessorOf makes
+    // anyway and which also tells whether ours is listed (listBeside would scan it once more).
+    const children = await (listing ?? sharedGetChildren(run.client, run.lockPath, run.operationTimeoutMs));
+    return standing(run, predecessorOf(children, baseName(ours.path), run.nodeName), ours.czxid);
+  }
   const listed = await listBeside(run, ours, listing === undefined ? undefined : () => listing);
   if (listed === undefined) return { kind: 'gone' };
-  const before = predecessorOf(listed.children, baseName(ours.path), run.nodeName);
+  return standing(run, predecessorOf(listed.children, baseName(ours.path), run.nodeName), listed.czxid);
+}
+
+/** predecessorOf's answer as a standing: not listed (gone), first (holds), or behind the node before it. */
+function standing(run: RecipeRun, before: string | null | undefined, czxid: Buffer): PredecessorStanding {
   if (before === undefined) return { kind: 'gone' };
-  if (before === null) return { kind: 'holds', czxid: listed.czxid };
+  if (before === null) return { kind: 'holds', czxid };
   return { kind: 'behind', watch: `${run.lockPath}/${before}` };
 }
 
