@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { type AcquireRequest, type Grant, guardCall, MemoryBackend, MemoryStore } from '../src/adapter/index.js';
 import { deferred } from './helpers.js';
@@ -148,5 +149,46 @@ describe('guardCall: the undo of an attempt given up on is retried until the ser
     expect(attempted).toBeDefined(); // the attempt ran on wake: a lease nobody holds, until the undo
     await within(undone.promise, 3_000, 'the retried undo removed the lease');
     expect((await memory.tryAcquire({ ...request, owner: 'b' })).acquired).toBe(true);
+  });
+});
+
+describe('undos pending on one backend', () => {
+  it('share one abort listener on its close signal, and all stop at close()', async () => {
+    const closed = new AbortController();
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const firstTries = Array.from({ length: 20 }, () => deferred());
+      const tries = new Array<number>(20).fill(0);
+      await Promise.all(
+        firstTries.map((firstTry, i) =>
+          expect(
+            guardCall(() => Promise.reject(new Error('reset')), {
+              ...call,
+              timeoutMs: 1_000,
+              closed: closed.signal,
+              undo: () => {
+                tries[i]! += 1;
+                firstTry.resolve();
+                return Promise.reject(new Error('no answer (frozen server)'));
+              },
+            }),
+          ).rejects.toThrow(),
+        ),
+      );
+      await Promise.all(firstTries.map((t) => t.promise));
+      await tick();
+      // 20 undos pausing before their retry: one listener of the kit's on the signal, not 20.
+      expect(getEventListeners(closed.signal, 'abort')).toHaveLength(1);
+      closed.abort(new Error('closing'));
+      await tick();
+      expect(tries.every((n) => n === 1)).toBe(true);
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });

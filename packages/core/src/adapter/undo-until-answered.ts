@@ -1,3 +1,5 @@
+import { onAbort } from './abort-fanout.js';
+
 /**
  * The undo of an attempt the caller gave up on, retried until the server answers (issue 14).
  *
@@ -59,16 +61,22 @@ function jittered(ms: number): number {
   return Math.round(ms * (0.8 + Math.random() * 0.4));
 }
 
-/** Resolves after `ms` or at once when `closed` aborts; the timer is unref'd and cleared either way. */
+/**
+ * Resolves after `ms` or at once when `closed` aborts; the timer is unref'd and cleared either way.
+ * `closed` is the backend's one close signal, shared by every pending undo: one listener behind
+ * onAbort (a listener each printed MaxListenersExceededWarning past 10 undos on a frozen server).
+ */
 function pause(ms: number, closed: AbortSignal | undefined): Promise<void> {
+  // Closed while the last try was out: no pause at all (onAbort never fires for a past abort).
+  if (closed?.aborted) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
-      closed?.removeEventListener('abort', done);
+      detach?.();
       resolve();
     };
     const timer = setTimeout(done, ms);
     timer.unref?.();
-    closed?.addEventListener('abort', done, { once: true });
+    const detach = closed === undefined ? undefined : onAbort(closed, done);
   });
 }
