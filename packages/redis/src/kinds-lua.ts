@@ -18,7 +18,10 @@
 const kindPreludeLua = `-- kind prelude (see kinds-lua.ts): holders, meta, queue, waiters, fence
 if redis.replicate_commands then redis.replicate_commands() end -- TIME before writes (Redis < 5)
 local holdersKey, metaKey, queueKey, waitersKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local time = redis.call('TIME')
+`;
+
+/** The server clock, read once per script where a path needs it (the release fast path does not). */
+const kindClockLua = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 `;
 
@@ -28,6 +31,20 @@ const kindFragmentLua = `-- kind fragment (see kinds-lua.ts)
 -- client id, ttl, mode of a token; nil for text this module did not write
 local function parse(token)
   return string.match(token, '^([^.]+)%.(%d+)%.([rwp])')
+end
+
+-- A solo hold (taken by the acquire fast path: meta's 'solo' field names its token, and meta expires
+-- at its lease end; no holders zset) becomes an ordinary one, so the general path below sees every
+-- hold in the zset. Every script calls this before its general path. The lease end is read as
+-- now + PTTL (both the server's clock; within a millisecond of meta's expiry, which tidy() then
+-- aligns with the zset), so a solo hold keeps the lease end it was given.
+local function unsolo()
+  local solo = redis.call('HGET', metaKey, 'solo')
+  if not solo then return end
+  local untilMs = now + redis.call('PTTL', metaKey)
+  redis.call('ZADD', holdersKey, untilMs, solo)
+  redis.call('PEXPIREAT', holdersKey, untilMs)
+  redis.call('HDEL', metaKey, 'solo')
 end
 
 -- Holders whose lease ended leave, each on its own: no other hold is touched.
@@ -113,24 +130,24 @@ export const kindAcquireLua = `${kindPreludeLua}
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local mode = string.match(token, '^[^.]+%.%d+%.([rwp])')
 -- The uncontended acquire: no holder, no queue, no meta (so no stored permits and no downgrade):
--- any kind fits, nothing to purge or grant, and both keys live exactly as long as this hold. Half
--- the commands of the general path below, which gives the same answer here.
+-- any kind fits, nothing to purge or grant. The hold is a solo hold, all in meta ('solo' names its
+-- token), and meta expires at its lease end, on the server's clock (a crash frees it then): one key
+-- written and one expiry, as the mutex's SET PX, and no TIME. The first general path to run turns
+-- it into an ordinary zset hold (unsolo). Four commands, as the mutex's three plus the kind's fields.
 if redis.call('EXISTS', holdersKey, queueKey, metaKey) == 0 then
   local fence = redis.call('INCR', fenceKey)
-  local untilMs = now + ttl
-  redis.call('ZADD', holdersKey, untilMs, token)
   if mode == 'w' then
-    redis.call('HSET', metaKey, token, fence, 'writer', token)
+    redis.call('HSET', metaKey, token, fence, 'solo', token, 'writer', token)
   elseif ARGV[7] ~= '' then
-    redis.call('HSET', metaKey, token, fence, 'permits', ARGV[7])
+    redis.call('HSET', metaKey, token, fence, 'solo', token, 'permits', ARGV[7])
   else
-    redis.call('HSET', metaKey, token, fence)
+    redis.call('HSET', metaKey, token, fence, 'solo', token)
   end
-  redis.call('PEXPIREAT', holdersKey, untilMs)
-  redis.call('PEXPIREAT', metaKey, untilMs)
+  redis.call('PEXPIRE', metaKey, ttl)
   return {1, fence}
 end
-${kindFragmentLua}
+${kindClockLua}${kindFragmentLua}
+unsolo()
 purge()
 if ARGV[7] ~= '' then
   local stored = redis.call('HGET', metaKey, 'permits')
@@ -181,17 +198,16 @@ export const kindReleaseLua = `${kindPreludeLua}
 -- A retried release (lost reply) finds nothing of ours and touches nothing else.
 -- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
 -- returns 1 when the hold was ours, 0 otherwise
--- The uncontended release: nobody waits, and ours is the only hold, still running: nothing to
--- purge or grant, and the primitive's keys go (as tidy() would remove them below). The queue is
--- looked at first: a contended release pays one command for this check.
-if redis.call('EXISTS', queueKey) == 0 and redis.call('ZCARD', holdersKey) == 1 then
-  local score = redis.call('ZSCORE', holdersKey, ARGV[1])
-  if score and tonumber(score) > now then
-    redis.call('DEL', holdersKey, metaKey)
-    return 1
-  end
+-- The uncontended release: ours is the solo hold (see the acquire's fast path), so nobody else holds
+-- or waits (any other caller's general path would have ended the solo hold), and meta still exists,
+-- so its lease, which meta's expiry is, still runs: the key goes. Two commands, no clock (the
+-- mutex's release sends three).
+if redis.call('HGET', metaKey, 'solo') == ARGV[1] then
+  redis.call('DEL', metaKey)
+  return 1
 end
-${kindFragmentLua}
+${kindClockLua}${kindFragmentLua}
+unsolo()
 purge()
 local ours = release(ARGV[1])
 grantWaiting(ARGV[2], ARGV[3])
@@ -199,12 +215,13 @@ tidy()
 return ours
 `;
 
-export const kindLeaveLua = `${kindPreludeLua}${kindFragmentLua}
+export const kindLeaveLua = `${kindPreludeLua}${kindClockLua}${kindFragmentLua}
 -- read / write / permit, a waiter gives up (timeout, abort, an attempt whose answer was lost): no
 -- entry is left; a grant that raced the give-up is released; whoever now fits is granted (a
 -- writer leaving the head lets the readers behind it in).
 -- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
 -- returns 2 when a grant to us was given back, 1 otherwise
+unsolo()
 redis.call('LREM', queueKey, 1, ARGV[1])
 redis.call('ZREM', waitersKey, ARGV[1])
 purge()
@@ -214,11 +231,17 @@ tidy()
 return granted + 1
 `;
 
-export const kindRenewLua = `${kindPreludeLua}${kindFragmentLua}
+export const kindRenewLua = `${kindPreludeLua}${kindClockLua}${kindFragmentLua}
 -- read / write / permit, renew: a new lease end (server clock) for a hold that is still ours and
 -- still running; a lease already ended is not revived (another waiter may be about to get its room).
 -- ARGV[1] token, ARGV[2] ttl ms
 -- returns 1 when extended, 0 when the hold is gone
+-- A solo hold still exists only while its lease runs (meta expires at its end): extend it in place.
+if redis.call('HGET', metaKey, 'solo') == ARGV[1] then
+  redis.call('PEXPIRE', metaKey, ARGV[2])
+  return 1
+end
+unsolo()
 local score = redis.call('ZSCORE', holdersKey, ARGV[1])
 if not score or tonumber(score) <= now then return 0 end
 redis.call('ZADD', holdersKey, now + tonumber(ARGV[2]), ARGV[1])

@@ -48,6 +48,11 @@ const mutants: [string, ConformanceCase[], [KindScript, string][]][] = [
     everywhere("return redis.call('EXISTS', holdersKey) == 0", "return redis.call('HEXISTS', metaKey, 'writer') == 0"),
   ],
   [
+    'a solo hold (the uncontended fast path) unseen by the general path',
+    [crashedReader],
+    everywhere("local solo = redis.call('HGET', metaKey, 'solo')\n  if not solo then return end", 'do return end'),
+  ],
+  [
     "readers barge past a queued writer (Redisson's RReadWriteLock)",
     [noWriterStarvation, fifoAcrossModes],
     [
