@@ -15,6 +15,8 @@
  * starve (Redisson's RReadWriteLock admits readers past a waiting writer), and nobody polls
  * (redis-semaphore polls on client clocks).
  */
+import { standaloneGrantPrefix } from './lua.js';
+
 const kindPreludeLua = `-- kind prelude (see kinds-lua.ts): holders, meta, queue, waiters, fence
 if redis.replicate_commands then redis.replicate_commands() end -- TIME before writes (Redis < 5)
 local holdersKey, metaKey, queueKey, waitersKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -122,13 +124,15 @@ end
 export const kindAcquireLua = `${kindPreludeLua}
 -- read / write / permit, acquire, re-check and heartbeat in one script (idempotent per token).
 -- ARGV[1] token, ARGV[2] ttl ms, ARGV[3] waiter lease ms, ARGV[4] join ('1' queue, '0' never: a
--- tryAcquire neither barges past the queue nor joins it), ARGV[5] grant channel prefix, ARGV[6]
--- PUBLISH or SPUBLISH, ARGV[7] permits ('' for a read-write lock), ARGV[8] the write token a read
--- downgrades ('' for none).
+-- tryAcquire neither barges past the queue nor joins it), ARGV[5] permits ('' for a read-write
+-- lock), ARGV[6] the write token a read downgrades ('' for none), ARGV[7] grant channel prefix,
+-- ARGV[8] PUBLISH or SPUBLISH. Trailing ones are left out when empty, and the channel on a single
+-- server ('${standaloneGrantPrefix}', PUBLISH): a plain read or write sends four, as the fair mutex.
 -- returns {1, fence} when held (taken now, or granted earlier: extended to the ttl), {0, ms to the
 -- first holder's lease end or -1} otherwise, {-1, stored permits} when the semaphore has another size
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local mode = string.match(token, '^[^.]+%.%d+%.([rwp])')
+local permits, downgradeOf = ARGV[5] or '', ARGV[6] or ''
 -- The uncontended acquire: no holder, no queue, no meta (so no stored permits and no downgrade):
 -- any kind fits, nothing to purge or grant. The hold is a solo hold, all in meta ('solo' names its
 -- token), and meta expires at its lease end, on the server's clock (a crash frees it then): one key
@@ -138,8 +142,8 @@ if redis.call('EXISTS', holdersKey, queueKey, metaKey) == 0 then
   local fence = redis.call('INCR', fenceKey)
   if mode == 'w' then
     redis.call('HSET', metaKey, token, fence, 'solo', token, 'writer', token)
-  elseif ARGV[7] ~= '' then
-    redis.call('HSET', metaKey, token, fence, 'solo', token, 'permits', ARGV[7])
+  elseif permits ~= '' then
+    redis.call('HSET', metaKey, token, fence, 'solo', token, 'permits', permits)
   else
     redis.call('HSET', metaKey, token, fence, 'solo', token)
   end
@@ -149,10 +153,10 @@ end
 ${kindClockLua}${kindFragmentLua}
 unsolo()
 purge()
-if ARGV[7] ~= '' then
+if permits ~= '' then
   local stored = redis.call('HGET', metaKey, 'permits')
-  if stored and stored ~= ARGV[7] then return {-1, tonumber(stored)} end
-  if not stored then redis.call('HSET', metaKey, 'permits', ARGV[7]) end
+  if stored and stored ~= permits then return {-1, tonumber(stored)} end
+  if not stored then redis.call('HSET', metaKey, 'permits', permits) end
 end
 local function held()
   if not redis.call('ZSCORE', holdersKey, token) then return nil end
@@ -163,13 +167,13 @@ end
 local mine = held()
 if mine then return mine end
 -- A write holder's read is admitted at once, ahead of queued writers (Curator after CURATOR-621).
-if ARGV[8] ~= '' and redis.call('HGET', metaKey, 'writer') == ARGV[8] then
+if downgradeOf ~= '' and redis.call('HGET', metaKey, 'writer') == downgradeOf then
   local fence = hold(token, mode, ttl)
   tidy()
   return {1, fence}
 end
 if redis.call('EXISTS', queueKey) == 1 then
-  grantWaiting(ARGV[5], ARGV[6])
+  grantWaiting(ARGV[7] or '${standaloneGrantPrefix}', ARGV[8] or 'PUBLISH')
   mine = held()
   if mine then return mine end
 end
@@ -196,7 +200,8 @@ return {0, -1}
 export const kindReleaseLua = `${kindPreludeLua}
 -- read / write / permit, release: only our own hold; the room it frees goes to the queue's head(s).
 -- A retried release (lost reply) finds nothing of ours and touches nothing else.
--- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH
+-- ARGV[1] token, ARGV[2] grant channel prefix, ARGV[3] PUBLISH or SPUBLISH (both left out on a
+-- single server: '${standaloneGrantPrefix}' and PUBLISH)
 -- returns 1 when the hold was ours, 0 otherwise
 -- The uncontended release: ours is the solo hold (see the acquire's fast path), so nobody else holds
 -- or waits (any other caller's general path would have ended the solo hold), and meta still exists,
@@ -210,7 +215,7 @@ ${kindClockLua}${kindFragmentLua}
 unsolo()
 purge()
 local ours = release(ARGV[1])
-grantWaiting(ARGV[2], ARGV[3])
+grantWaiting(ARGV[2] or '${standaloneGrantPrefix}', ARGV[3] or 'PUBLISH')
 tidy()
 return ours
 `;

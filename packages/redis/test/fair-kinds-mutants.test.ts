@@ -71,7 +71,7 @@ const mutants: [string, ConformanceCase[], [KindScript, string][]][] = [
   [
     'the downgrade read queues behind a waiting writer (CURATOR-276)',
     [downgrade],
-    [mutate('kind_acquire', "if ARGV[8] ~= '' and", 'if false and')],
+    [mutate('kind_acquire', "if downgradeOf ~= '' and", 'if false and')],
   ],
   [
     "holds that never expire (Redisson's RSemaphore)",
@@ -82,7 +82,13 @@ const mutants: [string, ConformanceCase[], [KindScript, string][]][] = [
   [
     'a release that wakes nobody',
     [oneReleaseOneWaiter],
-    [mutate('kind_release', 'local ours = release(ARGV[1])\ngrantWaiting(ARGV[2], ARGV[3])', 'local ours = release(ARGV[1])')],
+    [
+      mutate(
+        'kind_release',
+        "local ours = release(ARGV[1])\ngrantWaiting(ARGV[2] or 'deadbolt:grant:', ARGV[3] or 'PUBLISH')",
+        'local ours = release(ARGV[1])',
+      ),
+    ],
   ],
   ['a release that admits two waiters', [oneReleaseOneWaiter], [mutate('kind_release', permitRoom, permitRoom.replace(' < ', ' <= '))]],
   [

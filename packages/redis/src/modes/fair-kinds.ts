@@ -400,19 +400,19 @@ export class FairKinds implements LockMode {
       };
     }
     const kind = kindOf(request);
-    return {
-      name: 'kind-acquire',
-      keys: keysOf(request.key, token),
-      args: [
-        token,
-        request.ttlMs,
-        this.settings.waiterLeaseMs,
-        join,
-        ...channel,
-        kind.type === 'permit' ? kind.permits : '',
-        downgrade && kind.type === 'read' && kind.downgradeOf !== undefined ? kind.downgradeOf.token : '',
-      ],
-    };
+    const args: ScriptArgument[] = [
+      token,
+      request.ttlMs,
+      this.settings.waiterLeaseMs,
+      join,
+      kind.type === 'permit' ? kind.permits : '',
+      downgrade && kind.type === 'read' && kind.downgradeOf !== undefined ? kind.downgradeOf.token : '',
+    ];
+    // The channel only on Cluster (a single server's is the scripts' default), and no trailing '':
+    // a plain read or write sends four arguments, as the fair mutex (kinds-lua.ts).
+    if (this.settings.cluster) args.push(...channel);
+    else while (args.at(-1) === '') args.pop();
+    return { name: 'kind-acquire', keys: keysOf(request.key, token), args };
   }
 
   private leaveCall(key: string, token: string): ScriptCall {
@@ -421,7 +421,8 @@ export class FairKinds implements LockMode {
   }
 
   private releaseCall(key: string, token: string): ScriptCall {
-    const args = [token, this.channelPrefix(key), this.publish];
+    // The channel only on Cluster: a single server's is the release script's default.
+    const args = this.settings.cluster ? [token, this.channelPrefix(key), this.publish] : [token];
     return isKindToken(token)
       ? { name: 'kind-release', keys: keysOf(key, token), args }
       : { name: 'fair-release', keys: fairKeys(key), args };
