@@ -76,12 +76,15 @@ export const noWriterStarvation: ConformanceCase = {
     const writer = ctx.client();
     let stop = false;
     const holds: Promise<void>[] = [];
-    // Each reader holds 150 ms and a new one arrives every 50 ms: some reader holds at every moment.
+    // Each reader holds 400 ms and a new one arrives every 50 ms: about eight readers hold at every
+    // moment, so only a stall of 350 ms in this stream leaves a gap a barging writer could slip
+    // through (with 150 ms holds a busy machine's 100 ms stall did, once: a backend whose readers
+    // barge past the queued writer then passed this case by luck).
     const stream = (async () => {
       for (let i = 0; !stop && i < 200; i += 1) {
         const client = readers[i % readers.length]!;
         const hold = rw(client)
-          .read.withLock(() => delay(150), { waitMs: WAIT_MS })
+          .read.withLock(() => delay(400), { waitMs: WAIT_MS })
           .then(() => undefined);
         // Observed here too: when the writer starves, the case throws before awaiting the holds, and
         // a hold that then fails (its client closed under it) must not become an unhandled rejection.
