@@ -1,4 +1,4 @@
-import type { AcquireRequest, AttemptResult, Grant } from '@deadbolt/core/adapter';
+import { onAbort, type AcquireRequest, type AttemptResult, type Grant } from '@deadbolt/core/adapter';
 
 /** What the poller needs from the backend: one ADD attempt, the holder's remaining lease, a release. */
 export interface PollTarget {
@@ -67,6 +67,7 @@ export class KeyPoller {
         waiter.settle(undefined);
       };
       const timer = setTimeout(expire, Math.max(0, deadline - Date.now()));
+      let detach: (() => void) | undefined;
       const waiter: Waiter = {
         request,
         deadline,
@@ -77,13 +78,15 @@ export class KeyPoller {
           if (waiter.done) return;
           waiter.done = true;
           clearTimeout(timer);
-          signal.removeEventListener('abort', giveUp);
+          detach?.();
           if (error === undefined) resolve(grant);
           else reject(error);
         },
       };
-      signal.addEventListener('abort', giveUp, { once: true });
       if (signal.aborted) return giveUp();
+      // One listener per signal however many waiters share it (onAbort): a signal given to many
+      // waits printed MaxListenersExceededWarning past 10.
+      detach = onAbort(signal, giveUp);
       const queue = this.queues.get(request.key);
       if (queue !== undefined) {
         queue.push(waiter);
@@ -142,13 +145,14 @@ export class KeyPoller {
 
 /** Resolves after `ms` or when the head's signal aborts (the loop then moves on). */
 function sleep(ms: number, head: Waiter): Promise<void> {
+  if (head.signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
-      head.signal.removeEventListener('abort', done);
+      detach();
       resolve();
     };
     const timer = setTimeout(done, ms);
-    head.signal.addEventListener('abort', done, { once: true });
+    const detach = onAbort(head.signal, done);
   });
 }

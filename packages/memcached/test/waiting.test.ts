@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import type { Grant } from '@deadbolt/core/adapter';
 import type memjs from 'memjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +55,9 @@ describe('memcached waiting and batching', () => {
     const waits = Array.from({ length: 10 }, (_, i) =>
       backend.acquire(request('one-poller', `w${i}`), Date.now() + 400, controller.signal),
     );
+    // Ten waits on one signal: one listener of the adapter's on it (a listener each printed
+    // MaxListenersExceededWarning once the poller's sleep added an eleventh).
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     expect(await Promise.all(waits)).toEqual(Array.from({ length: 10 }, () => undefined));
     const polls = (await storeCount(raw)) - before;
     // One poller, 1 ms apart for 400 ms: at most ~400 ADDs (10 separate pollers would send ~4,000).
