@@ -89,6 +89,33 @@ export function advisoryElectionCases(): void {
       expect(await b.release(second!)).toBe(true);
       expect(await b.leader!('adv-idle')).toBeUndefined();
     });
+
+    it('a follower whose process stalls when its wait is granted keeps the term (its session is not ended idle before it confirms)', async () => {
+      const [a, b] = [backend(), backend()];
+      const request = (candidate: string, onContended?: () => void): CampaignRequest => ({
+        key: 'adv-stall',
+        owner: candidate,
+        candidate,
+        ttlMs: 400,
+        onLost: () => undefined,
+        onContended,
+      });
+      const first = await a.campaign!(request('a'), Date.now() + 5_000, new AbortController().signal);
+      expect(first).toBeDefined();
+      // b's waiting statement goes out right after onContended; the stall then blocks this process
+      // past a's end (400 ms idle), b's grant and 400 ms more, as a loaded CI machine did once.
+      const stall = (): void => {
+        setImmediate(() => {
+          const until = Date.now() + 1_500;
+          while (Date.now() < until);
+        });
+      };
+      const second = await b.campaign!(request('b', stall), Date.now() + 5_000, new AbortController().signal);
+      expect(second).toBeDefined();
+      expect(second!.fence!).toBeGreaterThan(first!.fence!);
+      expect(await b.leader!('adv-stall')).toBe('b');
+      expect(await b.release(second!)).toBe(true);
+    });
   });
 
   type Sql = ReturnType<typeof advisoryElectionSql>;
@@ -118,6 +145,7 @@ export function advisoryElectionCases(): void {
     // Caught by the case's own assertion, not by a broken test harness.
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(TypeError);
+    expect((error as Error).cause).not.toBeInstanceOf(TypeError);
     return error;
   }
 

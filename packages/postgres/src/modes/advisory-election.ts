@@ -51,20 +51,26 @@ const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 /** Core's drift allowance (lease.ts: 1% + 2 ms, Redlock's drift factor). */
 const driftMs = (ttlMs: number): number => Math.ceil(ttlMs * 0.01) + 2;
 
+/** Sets the session's idle_session_timeout (PostgreSQL 14+; older servers have none: the local deadline alone ends the term). */
+const idleTimeout = (ms: number): string =>
+  `CASE WHEN current_setting('server_version_num')::int >= 140000 THEN set_config('idle_session_timeout', '${Math.max(1, Math.floor(ms))}', false) END`;
+
 export function advisoryElectionSql(names: FenceNames) {
   return {
     // Keyed by the advisory id (namespace and key), which two applications sharing the table never share.
     schema: `CREATE TABLE IF NOT EXISTS ${names.leaders} (lock_id bigint PRIMARY KEY, key text NOT NULL, token text NOT NULL, id text NOT NULL, pid int NOT NULL, term bigint NOT NULL)`,
     /**
      * Takes the key's lock (tried, or waited for under lock_timeout), draws the counter after the
-     * grant and records the leader, in one statement; the term's session gets idle_session_timeout.
+     * grant and records the leader, in one statement; only a granted session gets
+     * idle_session_timeout = `idleMs` (a refused try must not arm it: the session then sits idle
+     * until its waiting statement, and a slow client lost its session there in CI).
      * Ids, epoch and timeouts are integers we computed; text goes through escapeLiteral (SET takes no parameters).
      */
     campaign(
       client: pg.Client,
       wait: { readonly waitMs: number; readonly statementTimeoutMs: number } | undefined,
       values: { readonly id: string; readonly epoch: number; readonly key: string; readonly token: string; readonly candidate: string },
-      ttlMs: number,
+      idleMs: number,
     ): string {
       const counter =
         wait === undefined
@@ -72,7 +78,6 @@ export function advisoryElectionSql(names: FenceNames) {
           : `granted AS MATERIALIZED (SELECT pg_advisory_lock(${values.id}::bigint)),
              counter AS MATERIALIZED (SELECT nextval('${names.sequence}') AS n FROM granted)`;
       return `${wait === undefined ? '' : `SET LOCAL statement_timeout = ${wait.waitMs + wait.statementTimeoutMs}; SET LOCAL lock_timeout = ${wait.waitMs};`}
-        SELECT CASE WHEN current_setting('server_version_num')::int >= 140000 THEN set_config('idle_session_timeout', '${Math.max(1, Math.floor(ttlMs))}', false) END;
         WITH ${counter},
         named AS (
           INSERT INTO ${names.leaders} (lock_id, key, token, id, pid, term)
@@ -80,8 +85,11 @@ export function advisoryElectionSql(names: FenceNames) {
                  pg_backend_pid(), ${values.epoch}::bigint * ${2 ** counterBits} + n FROM counter WHERE n IS NOT NULL
           ON CONFLICT (lock_id) DO UPDATE SET key = EXCLUDED.key, token = EXCLUDED.token, id = EXCLUDED.id, pid = EXCLUDED.pid, term = EXCLUDED.term
           RETURNING 1)
-        SELECT n::text AS counter, (SELECT count(*) FROM named)::int AS named FROM counter`;
+        SELECT n::text AS counter, (SELECT count(*) FROM named)::int AS named,
+               CASE WHEN n IS NOT NULL THEN ${idleTimeout(idleMs)} END AS idle FROM counter`;
     },
+    /** Confirms a waited-for term: restarts the server's idle clock and shortens it to the ttl. */
+    confirm: (ttlMs: number): string => `SELECT ${idleTimeout(ttlMs)}`,
     /** Our row goes with our lock (only ours: by token), in one statement. */
     release: `WITH gone AS (DELETE FROM ${names.leaders} WHERE lock_id = $2::bigint AND token = $1) SELECT pg_advisory_unlock($2::bigint) AS ok`,
     /** The recorded leader, only while its session holds the key's advisory lock. */
@@ -139,18 +147,20 @@ export class AdvisoryElection {
         request.onContended?.();
         const waitMs = Math.min(maxTimeoutMs, deadline - Date.now());
         if (waitMs <= 0 || signal.aborted) return undefined;
+        // The wait ends at a time we do not know, and the reply can take a while to be read on a
+        // busy machine: the granted session first gets a statement's deadline of idle time, and
+        // the confirming statement, sent at a time we do know (where the term's lease counts from),
+        // shortens it to the ttl. Only a client that dies in between makes followers wait longer.
         counter = await this.take(
           client,
           { waitMs, statementTimeoutMs: options.statementTimeoutMs },
           values,
-          request.ttlMs,
+          Math.max(request.ttlMs, deadlineMs),
           waitMs + deadlineMs,
         );
         if (counter === undefined || signal.aborted) return undefined;
-        // The server's idle clock restarted when the wait ended, at a time we do not know: a ping
-        // restarts it after a send time we do know, which is where the term's lease is counted from.
         sentAt = Date.now();
-        await withDeadline(client.query('SELECT 1'), deadlineMs);
+        await withDeadline(client.query(this.sql.confirm(request.ttlMs)), deadlineMs);
       }
       const fence = fenceOf(epoch, counter);
       if (fence === undefined || ended || signal.aborted) return undefined;
@@ -229,14 +239,15 @@ export class AdvisoryElection {
     client: pg.Client,
     wait: { readonly waitMs: number; readonly statementTimeoutMs: number } | undefined,
     values: Parameters<ReturnType<typeof advisoryElectionSql>['campaign']>[2],
-    ttlMs: number,
+    idleMs: number,
     deadlineMs: number,
   ): Promise<string | undefined> {
-    const results = (await withDeadline(
-      client.query(this.sql.campaign(client, wait, values, ttlMs)),
-      deadlineMs,
-    )) as unknown as pg.QueryResult<{ counter: string | null; named: number }>[];
-    const row = results.at(-1)?.rows[0];
+    type Row = { counter: string | null; named: number };
+    // A waiting campaign is several statements (one result each); a try is one.
+    const results = (await withDeadline(client.query(this.sql.campaign(client, wait, values, idleMs)), deadlineMs)) as unknown as
+      | pg.QueryResult<Row>
+      | pg.QueryResult<Row>[];
+    const row = (Array.isArray(results) ? results.at(-1) : results)?.rows[0];
     if (row?.counter === null || row?.counter === undefined) return undefined;
     if (row.named !== 1) throw new Error('the leaders row was not written');
     return row.counter;
