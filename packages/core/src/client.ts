@@ -1,11 +1,10 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { handlersOf, onAbortBorrowed } from './adapter/abort-fanout.js';
-import { guardCall } from './adapter/call-guard.js';
-import { DeadlineWheel } from './adapter/deadline-wheel.js';
 import { inspectSafely } from './adapter/safe-inspect.js';
-import type { AcquireRequest, AttemptResult, Grant, LockBackend, LockKind } from './backend.js';
+import { Busy, queuesNatively, type AcquirePlan, type AttemptContext, type Settled } from './acquire-plan.js';
+import type { AcquireRequest, Grant, LockBackend, LockKind } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
+import { callBackend, callTimeoutOf, safetyNetSlackMs, undoLateGrantOn, type CallPolicy, type CallSite } from './backend-call.js';
 import { resolveConfig } from './config.js';
 import { BackendUnavailableError, ClientClosedError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
 import {
@@ -19,6 +18,7 @@ import {
   type SemaphoreOptions,
 } from './kinds.js';
 import { Lease, leaseId } from './lease.js';
+import { linkSignals, lostReason } from './link-signals.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
 import { acquireAll } from './multi-lock.js';
@@ -32,42 +32,7 @@ import { instruments, metricsOn, traced, tracingOn } from './telemetry.js';
 import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import { validateAcquireOptions, validateAgainstCapabilities } from './validation.js';
-
-/** Notifications can be missed (a subscriber reconnecting): never trust one for longer than this. */
-const notificationFallbackMs = 2_000;
-/** An adapter's call deadline when it declares none (LockBackend.callTimeoutMs). */
-const defaultCallTimeoutMs = 10_000;
-/** Core's safety net sits this far above the adapter's own deadline, which should fire first. */
-const safetyNetSlackMs = 250;
-
-/** Core's safety nets for adapters that bound their own calls (LockBackend.boundsCalls), on one timer. */
-const sharedDeadlines = new DeadlineWheel();
-
-/** How core runs one backend call (see `call`). */
-interface CallPolicy {
-  /** Deadline; default: the backend's callTimeoutMs + slack. */
-  readonly timeoutMs?: number;
-  /** Release a grant that lands after core gave up (acquire calls). */
-  readonly undoLateGrant?: boolean;
-  /** The attempt's lease ttl: how long that release is retried at most (a frozen server). */
-  readonly leaseTtlMs?: number;
-  /** close() cuts the call short (every call but close()'s own releases). Default true. */
-  readonly closable?: boolean;
-}
-
-export interface AcquirePlan {
-  readonly userKey: string;
-  readonly fullKey: string;
-  readonly owner: string;
-  readonly ttlMs: number;
-  readonly waitMs: number;
-  readonly autoRenew: boolean;
-  readonly signal: AbortSignal | undefined;
-  /** Read, write or permit; undefined for the mutex. */
-  readonly kind: LockKind | undefined;
-  /** The owner is a flow minted for this acquire alone: it holds nothing yet, so there is nothing to re-enter. */
-  readonly freshOwner?: boolean;
-}
+import { waitForTurn } from './wait-for-turn.js';
 
 /**
  * The one implementation of the user-facing API. It owns every policy: validation, waiting with
@@ -366,7 +331,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         throw this.timeout(backend, plan, attempts);
       }
       if (queuesNatively(backend, plan)) continue;
-      await this.waitForTurn(backend, plan.fullKey, attempts, remainingMs, outcome.retryAfterMs, signal);
+      await waitForTurn(backend, plan.fullKey, attempts, remainingMs, outcome.retryAfterMs, signal);
     }
   }
 
@@ -457,7 +422,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     };
     // A native wait may not honour its deadline on a frozen server: bound it by the wait plus one call.
     return this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, signal), {
-      timeoutMs: Math.max(0, deadline - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs,
+      timeoutMs: Math.max(0, deadline - Date.now()) + callTimeoutOf(backend) + safetyNetSlackMs,
       undoLateGrant: true,
       leaseTtlMs: plan.ttlMs,
     }).then((grant) => {
@@ -517,28 +482,6 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       instruments.waitTime.record(waitedMs, { backend: backend.name });
     }
     return new LockHandle(lease, this);
-  }
-
-  private async waitForTurn(
-    backend: LockBackend,
-    fullKey: string,
-    attempt: number,
-    remainingMs: number,
-    retryAfterMs: number | undefined,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const hintMs = retryAfterMs !== undefined && retryAfterMs >= 0 ? retryAfterMs + 1 : Number.POSITIVE_INFINITY;
-    if (backend.waitForChange) {
-      // The fallback grows with the attempts, jittered: a crowd of waiters that keeps missing the
-      // lock would otherwise poll the server in lockstep every 2 s (1,000 waiters: 500 attempts/s)
-      // and starve the hand-off it is waiting for. Releases still wake the head at once.
-      const fallbackMs = notificationFallbackMs * Math.min(attempt, 5) * (0.75 + Math.random() * 0.5);
-      const maxWaitMs = Math.max(1, Math.min(remainingMs, hintMs, fallbackMs));
-      await backend.waitForChange(fullKey, maxWaitMs, signal);
-      signal.throwIfAborted();
-      return;
-    }
-    await sleep(Math.max(1, Math.min(remainingMs, hintMs, backoffDelayMs(attempt))), signal);
   }
 
   private timeout(backend: LockBackend, plan: AcquirePlan, attempts: number): LockTimeoutError {
@@ -676,14 +619,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
                 undoLateGrant: true,
                 ...(how?.waitUntil === undefined
                   ? {}
-                  : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + this.callTimeoutMs(backend) + safetyNetSlackMs }),
+                  : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + callTimeoutOf(backend) + safetyNetSlackMs }),
               },
         ),
       onLost: (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, undefined, grant.token), grant, cause),
       emit: (event, ...args) => this.emit(event, ...args),
       timeout: (backend, plan, attempts) => this.timeout(backend, plan, attempts),
-      waitForTurn: (backend, fullKey, attempt, remainingMs, retryAfterMs, signal) =>
-        this.waitForTurn(backend, fullKey, attempt, remainingMs, retryAfterMs, signal),
+      waitForTurn,
     };
     return this.primitiveHost;
   }
@@ -691,7 +633,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private adopt(backend: LockBackend): LockBackend {
     this.backendLabel = backend.name;
     this.loaded = backend;
-    this.undoLate = undoLateGrantOn(backend);
+    this.callSite.loaded = backend;
+    this.callSite.undoLate = undoLateGrantOn(backend);
     this.renewer = new Renewer(backend, {
       renewed: (lease) => {
         this.emit('renewed', { key: lease.userKey, owner: lease.owner });
@@ -704,41 +647,17 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     return backend;
   }
 
-  /**
-   * Runs one backend call through the adapter kit's call guard: anything that is not already a
-   * DeadboltError becomes a BackendUnavailableError naming the key and backend, a deadline a little
-   * above the adapter's own is the safety net, close() cuts it short (no timer outlives close()),
-   * and a grant that lands after core gave up is released rather than left behind.
-   */
+  /** One backend call through the call guard (backend-call.ts), cut short by close() unless told otherwise. */
   private call<T>(backend: LockBackend, action: string, key: string, fn: () => Promise<T>, policy: CallPolicy = {}): Promise<T> {
-    return guardCall(fn, {
-      action,
-      key,
-      backend: backend.name,
-      endpoint: backend.endpoint,
-      // A backstop only: the adapter's own deadline fires first, and a call may queue in the adapter
-      // (a pool) before that deadline starts, so never tighter than the default.
-      // An adapter that bounds its own calls (boundsCalls) needs no second timer per call.
-      timeoutMs:
-        policy.timeoutMs ??
-        (backend.boundsCalls === true
-          ? Number.POSITIVE_INFINITY
-          : Math.max(defaultCallTimeoutMs, this.callTimeoutMs(backend) + safetyNetSlackMs)),
-      // The remaining net (a native acquire's wait) on one shared timer for such adapters: a contended
-      // hand-off otherwise arms and clears a Node timer of its own length per acquire.
-      deadlines: backend.boundsCalls === true ? sharedDeadlines : undefined,
-      signal: policy.closable === false ? undefined : this.closing.signal,
-      undo: policy.undoLateGrant ? (backend === this.loaded ? this.undoLate : undoLateGrantOn(backend)) : undefined,
-      undoWithinMs: policy.leaseTtlMs,
-    });
+    return callBackend(backend, action, key, fn, policy, this.callSite);
   }
 
-  /** `call`'s undo of a late grant on the loaded backend: made once, not per acquire. */
-  private undoLate: ((late: unknown) => Promise<unknown> | undefined) | undefined;
-
-  private callTimeoutMs(backend: LockBackend): number {
-    return backend.callTimeoutMs ?? defaultCallTimeoutMs;
-  }
+  /** `call`'s close() signal and its undo of a late grant on the loaded backend: made once, not per call. */
+  private readonly callSite: { -readonly [K in keyof CallSite]: CallSite[K] } = {
+    closing: this.closing.signal,
+    loaded: undefined,
+    undoLate: undefined,
+  };
 
   private assertOpen(key: string): void {
     if (this.closed) throw new ClientClosedError({ key, backend: this.backendLabel });
@@ -787,70 +706,6 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     );
     await backend.close();
   }
-}
-
-/** An attempt that found the lock busy; `retryAfterMs` is the holder's remaining lease, if known. */
-/** Whether the backend's native `acquire` serves this plan (see LockBackend.acquireForKindsOnly). */
-function queuesNatively(backend: LockBackend, plan: AcquirePlan): boolean {
-  return backend.acquire !== undefined && (plan.kind !== undefined || backend.acquireForKindsOnly !== true);
-}
-
-class Busy {
-  constructor(readonly retryAfterMs: number | undefined) {}
-}
-
-interface AttemptContext {
-  readonly deadline: number;
-  readonly startedAt: number;
-  readonly signal: AbortSignal;
-  readonly attempts: number;
-}
-
-/** How an attempt ended: its outcome, or (outcome undefined) its error. */
-type Settled = { readonly outcome: Lock | Busy; readonly error?: undefined } | { readonly outcome?: undefined; readonly error: unknown };
-
-/** The grant inside a late answer of tryAcquire (an AttemptResult) or of a native acquire (a Grant). */
-function lateGrant(late: unknown): Grant | undefined {
-  if (typeof late !== 'object' || late === null) return undefined;
-  const result = late as Partial<AttemptResult> & Partial<Grant>;
-  if (result.acquired === true) return (result as { grant: Grant }).grant;
-  if (result.acquired === undefined && typeof result.token === 'string' && typeof result.key === 'string') return late as Grant;
-  return undefined;
-}
-
-/** Releases the grant inside a late answer (see GuardedCall.undo). */
-function undoLateGrantOn(backend: LockBackend): (late: unknown) => Promise<unknown> | undefined {
-  return (late) => {
-    const grant = lateGrant(late);
-    return grant === undefined ? undefined : backend.release(grant);
-  };
-}
-
-function lostReason(signal: AbortSignal): Error | undefined {
-  return signal.reason instanceof Error ? signal.reason : undefined;
-}
-
-/**
- * An AbortController that follows the caller's signal and close()'s; `dispose` detaches it so nothing
- * leaks. Through abort-fanout.ts: one listener per signal however many acquires share it (a listener
- * each printed MaxListenersExceededWarning past 10 acquires on one signal, and cost O(n) per add).
- */
-function linkSignals(given: AbortSignal, closing: AbortSignal): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
-  if (given.aborted) controller.abort(given.reason);
-  else if (closing.aborted) controller.abort(closing.reason);
-  if (controller.signal.aborted) return { signal: controller.signal, dispose: () => undefined };
-  const fromClosing = (): void => controller.abort(closing.reason);
-  const closingHandlers = handlersOf(closing);
-  closingHandlers.add(fromClosing);
-  const detachGiven = onAbortBorrowed(given, () => controller.abort(given.reason));
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      detachGiven();
-      closingHandlers.delete(fromClosing);
-    },
-  };
 }
 
 // console.log(client) must not print the backend's connections (and with them credentials).

@@ -1,5 +1,5 @@
 import type { AcquireRequest, Grant, LockBackend } from './backend.js';
-import type { AcquirePlan } from './client.js';
+import type { AcquirePlan } from './acquire-plan.js';
 import { InvalidArgumentError } from './errors.js';
 import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';

@@ -1,5 +1,5 @@
 import type { Grant, LockBackend } from './backend.js';
-import type { AcquirePlan } from './client.js';
+import type { AcquirePlan } from './acquire-plan.js';
 import type { LockTimeoutError } from './errors.js';
 import type { AcquireOptions, Lock, LockEvents } from './types.js';
 
