@@ -625,7 +625,6 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       onLost: (grant, cause) => this.onBackendLost(kindLeaseId(grant.key, grant.owner, undefined, grant.token), grant, cause),
       emit: (event, ...args) => this.emit(event, ...args),
       timeout: (backend, plan, attempts) => this.timeout(backend, plan, attempts),
-      waitForTurn,
     };
     return this.primitiveHost;
   }

@@ -8,6 +8,7 @@ import { traced } from './telemetry.js';
 import type { AcquireOptions, Lock } from './types.js';
 import type { MultiLock } from './types-multi.js';
 import { describeValue, validateAcquireOptions } from './validation.js';
+import { waitForTurn } from './wait-for-turn.js';
 
 /**
  * `client.acquireAll(keys)`: several locks as one, all or nothing. Deadlock freedom comes from one
@@ -128,7 +129,7 @@ async function atomic(
     if (attempts === 1) host.emit('contended', { key: busy.userKey, owner: first.owner, attempt: attempts });
     const remainingMs = deadline - Date.now();
     if (remainingMs <= 0) throw host.timeout(backend, busy, attempts);
-    await host.waitForTurn(backend, busy.fullKey, attempts, remainingMs, result.retryAfterMs, signal);
+    await waitForTurn(backend, busy.fullKey, attempts, remainingMs, result.retryAfterMs, signal);
   }
 }
 

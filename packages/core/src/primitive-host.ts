@@ -38,12 +38,4 @@ export interface PrimitiveHost {
   onLost(grant: Grant, cause: Error): void;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;
   timeout(backend: LockBackend, plan: AcquirePlan, attempts: number): LockTimeoutError;
-  waitForTurn(
-    backend: LockBackend,
-    fullKey: string,
-    attempt: number,
-    remainingMs: number,
-    retryAfterMs: number | undefined,
-    signal: AbortSignal,
-  ): Promise<void>;
 }
