@@ -132,11 +132,16 @@ describe('memcached backend', () => {
     expect(await b.release(fresh)).toBe(true);
   });
 
-  it('a renewed lease moves the expiry: 1 s lease renewed to 30 s outlives the first second', async () => {
-    const grant = await grantOf(a, 'b:extend', 'owner', 1_000);
+  it('a renewed lease moves the expiry: 2 s lease renewed to 30 s outlives the first lease', async () => {
+    // 2 s, not 1 s: memcached keeps it for 3 of its once-a-second clock ticks (expiry.ts), at least
+    // 2 s; a 1 s lease could end after just over 1 s, so a stall of this process that long between
+    // the acquire and the renew let the renew find the lease gone (a 2.1 s busy-wait there fails the
+    // 1 s lease, not the 2 s one).
+    const grant = await grantOf(a, 'b:extend', 'owner', 2_000);
     expect(await a.renew(grant, 30_000)).toBe(true);
-    // Wait (on a deadline, not as synchronisation of our own operations) past the first lease.
-    await new Promise((r) => setTimeout(r, 2_100));
+    // Wait (on a deadline, not as synchronisation of our own operations) past the first lease's
+    // longest life on the server (3 s).
+    await new Promise((r) => setTimeout(r, 3_100));
     expect((await b.tryAcquire(request('b:extend', 'other'))).acquired).toBe(false);
     expect(await a.release(grant)).toBe(true);
   });

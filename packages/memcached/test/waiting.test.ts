@@ -51,16 +51,21 @@ describe('memcached waiting and batching', () => {
     const held = await other.tryAcquire(request('one-poller', 'holder'));
     if (!held.acquired) throw new Error('not acquired');
     const before = await storeCount(raw);
+    // 1.5 s, not 400 ms: the lower bound needs the poller to run for ~20 ms of the window, and a
+    // 400 ms window gave 1 poll when this process stalled 500 ms right after the waits began (a
+    // loaded CI machine stalls a worker for up to ~1 s).
+    const windowMs = 1_500;
     const controller = new AbortController();
     const waits = Array.from({ length: 10 }, (_, i) =>
-      backend.acquire(request('one-poller', `w${i}`), Date.now() + 400, controller.signal),
+      backend.acquire(request('one-poller', `w${i}`), Date.now() + windowMs, controller.signal),
     );
     // Ten waits on one signal: one listener of the adapter's on it (a listener each printed
     // MaxListenersExceededWarning once the poller's sleep added an eleventh).
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     expect(await Promise.all(waits)).toEqual(Array.from({ length: 10 }, () => undefined));
     const polls = (await storeCount(raw)) - before;
-    // One poller, 1 ms apart for 400 ms: at most ~400 ADDs (10 separate pollers would send ~4,000).
+    // One poller: 1 ms apart for 200 ms, then growing to 8 ms apart: at most ~400 ADDs in 1.5 s (10
+    // separate pollers would send ~4,000).
     expect(polls).toBeGreaterThan(10);
     expect(polls).toBeLessThan(600);
     await other.release(held.grant);
