@@ -74,6 +74,11 @@ export const oneReleaseOneWaiter: ConformanceCase = {
       const client = ctx.client();
       waiters.push(await queued(client, () => sem(client).acquire({ waitMs: WAIT_MS })));
     }
+    // A window, not a sleep: no waiter may get a permit while all are held, and whatever a waiter
+    // does once after queueing (redis fair re-checks its queue entry when its grant channel goes
+    // live, and that re-check grants whoever fits) is done before the release, so only the release
+    // can admit the next one (a late re-check hid a release that woke nobody in a CI run).
+    await delay(ctx.handOffBoundMs * 2);
     assert(!waiters.some((waiter) => waiter.settled()), 'a waiter got a permit while all were held');
     await holders[0]!.release();
     await within(Promise.race(waiters.map((waiter) => waiter.promise)), ctx.handOffBoundMs * 4, 'a waiter after one permit was released');
