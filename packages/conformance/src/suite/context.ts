@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Capabilities, LockClient } from '@deadbolt/core';
+import { within } from './util.js';
 
 /** What the suite needs of a server fixture: a way to stop it for good. */
 export interface ServerLike {
@@ -216,9 +217,23 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
       return made;
     },
   };
+  let passed = false;
   try {
     await testCase.run(ctx);
+    passed = true;
   } finally {
-    await Promise.allSettled(clients.map((client) => client.close()));
+    // A close that never ends is a leak and a hang: name it, rather than let the runner's test
+    // timeout say only that the case took too long (a CI run once timed out at 60 s in a case
+    // whose every step is bounded, leaving the close as the one unbounded wait).
+    const closing = Promise.allSettled(clients.map((client) => client.close()));
+    const closed = await within(closing, CLOSE_BOUND_MS, 'client.close()').then(
+      () => true,
+      () => false,
+    );
+    // The case's own failure, if any, is the one to report.
+    if (passed && !closed) throw new Error(`${resolved.name}: a client's close() had not finished ${CLOSE_BOUND_MS} ms after the case`);
   }
 }
+
+/** How long the clients of a case may take to close (QUIT, session close) on a loaded machine. */
+const CLOSE_BOUND_MS = 15_000;
