@@ -217,22 +217,23 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
       return made;
     },
   };
-  let passed = false;
+  let failure: { error: unknown } | undefined;
   try {
     await testCase.run(ctx);
-    passed = true;
-  } finally {
-    // A close that never ends is a leak and a hang: name it, rather than let the runner's test
-    // timeout say only that the case took too long (a CI run once timed out at 60 s in a case
-    // whose every step is bounded, leaving the close as the one unbounded wait).
-    const closing = Promise.allSettled(clients.map((client) => client.close()));
-    const closed = await within(closing, CLOSE_BOUND_MS, 'client.close()').then(
-      () => true,
-      () => false,
-    );
-    // The case's own failure, if any, is the one to report.
-    if (passed && !closed) throw new Error(`${resolved.name}: a client's close() had not finished ${CLOSE_BOUND_MS} ms after the case`);
+  } catch (error) {
+    failure = { error };
   }
+  // A close that never ends is a leak and a hang: name it, rather than let the runner's test
+  // timeout say only that the case took too long (a CI run once timed out at 60 s in a case
+  // whose every step is bounded, leaving the close as the one unbounded wait).
+  const closing = Promise.allSettled(clients.map((client) => client.close()));
+  const closed = await within(closing, CLOSE_BOUND_MS, 'client.close()').then(
+    () => true,
+    () => false,
+  );
+  // The case's own failure, if any, is the one to report.
+  if (failure) throw failure.error;
+  if (!closed) throw new Error(`${resolved.name}: a client's close() had not finished ${CLOSE_BOUND_MS} ms after the case`);
 }
 
 /** How long the clients of a case may take to close (QUIT, session close) on a loaded machine. */
