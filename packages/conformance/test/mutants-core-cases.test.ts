@@ -44,26 +44,7 @@ import {
   type ConformanceOptions,
   type ServerLike,
 } from '../src/index.js';
-
-type Mutant = new (store: MemoryStore, name: string) => MemoryBackend;
-
-/** Stores every key under another name: what a key-mapping adapter does. */
-function mapsKeys(map: (key: string) => string): Mutant {
-  return class extends MemoryBackend {
-    override tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-      return super.tryAcquire({ ...request, key: map(request.key) });
-    }
-    override release(grant: Grant): Promise<boolean> {
-      return super.release({ ...grant, key: map(grant.key) });
-    }
-    override renew(grant: Grant, ttlMs: number): Promise<boolean> {
-      return super.renew({ ...grant, key: map(grant.key) }, ttlMs);
-    }
-    override waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
-      return super.waitForChange(map(key), maxWaitMs, signal);
-    }
-  };
-}
+import { mapsKeys, ValidityInSecondsReadAsMs, type Mutant } from './memory-mutants.js';
 
 /** A renewal that checks the token and says yes, but re-sets the expiry the lease already had (PEXPIREAT of the first deadline). */
 class RenewKeepsOldExpiry extends MemoryBackend {
@@ -72,17 +53,8 @@ class RenewKeepsOldExpiry extends MemoryBackend {
   }
 }
 
-/** Reports a validity in seconds where core reads milliseconds: core trusts the lease 1,000 times too long. */
-class ValidityUnitsWrong extends MemoryBackend {
-  override async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const result = await super.tryAcquire(request);
-    if (result.acquired) result.grant.validUntil = Date.now() + request.ttlMs * 1_000;
-    return result;
-  }
-}
-
 /** The same validity bug, and a renewal that is a plain SET: it re-creates a lease the server already ended. */
-class RenewRecreatesLease extends ValidityUnitsWrong {
+class RenewRecreatesLease extends ValidityInSecondsReadAsMs {
   override async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     const now = Date.now();
     this.store.set(grant.key, { token: grant.token, owner: grant.owner, fence: grant.fence ?? 0, expiresAt: now + ttlMs });
@@ -283,7 +255,11 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { what: 'a renewal that keeps the old expiry', cases: [autoRenewKeeps, manualRenewKeeps], mutant: RenewKeepsOldExpiry },
-  { what: 'a validity reported in seconds, read as ms', cases: [lostLease, renewAfterLoss, renewAfterExpiry], mutant: ValidityUnitsWrong },
+  {
+    what: 'a validity reported in seconds, read as ms',
+    cases: [lostLease, renewAfterLoss, renewAfterExpiry],
+    mutant: ValidityInSecondsReadAsMs,
+  },
   { what: 'a renewal that re-creates an ended lease (plain SET)', cases: [renewAfterPause], mutant: RenewRecreatesLease },
   { what: 'release by shortening the lease', cases: [doubleRelease], mutant: ReleaseShortensLease },
   { what: 'server reentrancy without a hold count', cases: [blockedUntilLastRelease], mutant: ReentrantWithoutCount },

@@ -30,26 +30,7 @@ import {
   type ConformanceOptions,
   type ServerLike,
 } from '../src/index.js';
-
-type Mutant = new (store: MemoryStore, name: string) => MemoryBackend;
-
-/** Keeps the key out of the store's view under another name: what a key-mapping adapter does. */
-function mapsKeys(map: (key: string) => string): Mutant {
-  return class extends MemoryBackend {
-    override tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-      return super.tryAcquire({ ...request, key: map(request.key) });
-    }
-    override release(grant: Grant): Promise<boolean> {
-      return super.release({ ...grant, key: map(grant.key) });
-    }
-    override renew(grant: Grant, ttlMs: number): Promise<boolean> {
-      return super.renew({ ...grant, key: map(grant.key) }, ttlMs);
-    }
-    override waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
-      return super.waitForChange(map(key), maxWaitMs, signal);
-    }
-  };
-}
+import { mapsKeys, ValidityInSecondsReadAsMs, type Mutant } from './memory-mutants.js';
 
 /** Rewrites the stored expiry of every fresh grant. */
 function expiresAt(when: (now: number, ttlMs: number) => number): Mutant {
@@ -85,15 +66,6 @@ class ReleaseByOwner extends MemoryBackend {
     if (holder?.owner !== grant.owner) return false;
     this.store.delete(grant.key);
     return true;
-  }
-}
-
-/** Claims a validity far past the lease: core then trusts the lock for too long. */
-class ValidUntilTooLate extends MemoryBackend {
-  override async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    const result = await super.tryAcquire(request);
-    if (result.acquired) result.grant.validUntil = Date.now() + request.ttlMs * 100;
-    return result;
   }
 }
 
@@ -181,7 +153,7 @@ const scenarios: Scenario[] = [
   { what: 'a lease that ends at 80% of its ttl', mutant: expiresAt((now, ttl) => now + Math.floor(ttl * 0.8)), testCase: fractionalExpiry },
   { what: 'fences that count releases only', mutant: FenceCountsReleases, testCase: fencesAcrossExpiry },
   { what: 'release that compares the owner, not the token', mutant: ReleaseByOwner, testCase: staleHandleSameOwner },
-  { what: 'a validUntil far past the lease', mutant: ValidUntilTooLate, testCase: heldAfterPause },
+  { what: 'a validUntil far past the lease', mutant: ValidityInSecondsReadAsMs, testCase: heldAfterPause },
   { what: 'renewMany that renews only the first lease', mutant: RenewManyFirstOnly, testCase: batchRenewal },
   { what: 'keys truncated to 256 characters', mutant: mapsKeys((key) => key.slice(0, 256)), testCase: longKeysDifferAtEnd },
   { what: 'keys with "/" mapped to ":"', mutant: mapsKeys((key) => key.replace(/\//g, ':')), testCase: separatorKeys },
