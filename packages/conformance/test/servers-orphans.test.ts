@@ -43,11 +43,21 @@ function childWithRedis(provider: string, stayAlive: boolean): Promise<{ child: 
   });
 }
 
+/**
+ * True when nothing listens on the port. The servers' ports come from the ephemeral range, so with
+ * nothing listening the kernel may pick that same port as our source port and connect the socket to
+ * itself (TCP simultaneous open): 2 of 10 checks right after a reap did. That is not a server.
+ */
 function refuses(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     const timer = setTimeout(() => (socket.destroy(), resolve(false)), 2_000);
-    socket.on('connect', () => (clearTimeout(timer), socket.destroy(), resolve(false)));
+    socket.on('connect', () => {
+      clearTimeout(timer);
+      const toItself = socket.localPort === socket.remotePort && socket.localAddress === socket.remoteAddress;
+      socket.destroy();
+      resolve(toItself);
+    });
     socket.on('error', () => (clearTimeout(timer), resolve(true)));
   });
 }

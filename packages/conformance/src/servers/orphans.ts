@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { dockerEndpoint, dockerRequest } from './docker-api.js';
 import { tempDirPrefix } from './temp-dir.js';
 
@@ -18,7 +19,7 @@ export interface ReapReport {
  * Live owners are never touched, so parallel runs are safe.
  */
 export async function reapOrphans(): Promise<ReapReport> {
-  const [containers, local] = await Promise.all([reapContainers(), Promise.resolve(reapProcesses())]);
+  const [containers, local] = await Promise.all([reapContainers(), reapProcesses()]);
   return { containers, ...local };
 }
 
@@ -48,7 +49,7 @@ async function reapContainers(): Promise<number> {
   return orphans.length;
 }
 
-function reapProcesses(): { processGroups: number; tempDirs: number } {
+async function reapProcesses(): Promise<{ processGroups: number; tempDirs: number }> {
   const root = tmpdir();
   const dirs = readdirSync(root)
     .filter((name) => name.startsWith(tempDirPrefix))
@@ -62,6 +63,7 @@ function reapProcesses(): { processGroups: number; tempDirs: number } {
       }
     });
   let processGroups = 0;
+  const killed: number[] = [];
   if (dirs.length > 0) {
     // A server belongs to an orphaned dir when it runs in it (fixtures spawn with cwd = the dir)
     // or its command line names it.
@@ -73,6 +75,7 @@ function reapProcesses(): { processGroups: number; tempDirs: number } {
         continue;
       }
       if (!dirs.some((dir) => where.includes(dir))) continue;
+      killed.push(Number(entry));
       try {
         process.kill(-Number(entry), 'SIGKILL');
         processGroups += 1;
@@ -85,6 +88,31 @@ function reapProcesses(): { processGroups: number; tempDirs: number } {
       }
     }
   }
+  await exitedOrGiveUp(killed, REAP_WAIT_MS);
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   return { processGroups, tempDirs: dirs.length };
+}
+
+/** How long reapOrphans waits for the servers it killed to be gone. */
+const REAP_WAIT_MS = 10_000;
+
+/**
+ * SIGKILL only marks a process: until the kernel has run its exit, its listening socket still
+ * accepts connections (the kernel completes the handshake), so a caller that checks the port right
+ * after reapOrphans could find the server "still up" on a loaded machine. Waits until each is gone
+ * or a zombie (a zombie holds no sockets; its new parent reaps it), or the bound passes.
+ */
+async function exitedOrGiveUp(pids: readonly number[], boundMs: number): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (pids.some(running) && Date.now() < deadline) await delay(10);
+}
+
+function running(pid: number): boolean {
+  try {
+    // The state follows the command name, which is in parentheses and may itself hold spaces.
+    const stat = readFileSync(join('/proc', String(pid), 'stat'), 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
 }
