@@ -10,9 +10,10 @@ interface Burst {
 /**
  * Held-back writes that leave at once, without waiting for the end of the turn. One write per
  * turn made client and server take turns: the server sat idle while the client built the whole
- * burst, then the client while the server ran it. In interleaved runs at 50 locks in flight,
- * flushing every 4-32 writes was 0.91x-1.06x the raw client (one write per turn: 0.69x; a write
- * per command, as ioredis does: 0.74x-0.84x); 16 sits in the middle of that range.
+ * burst, then the client while the server ran it. In interleaved runs at 50 locks in flight (one
+ * client, load < 1, noisy), flushing every 4 / 8 / 16 / 32 writes was 0.85x-0.94x / 0.80x-1.01x /
+ * 0.81x-1.03x / 1.06x the raw client, one write per turn 0.69x, and a write per command (ioredis'
+ * own way) 0.74x-0.84x; 16 sits in the middle of the range that overlaps client and server.
  */
 const FLUSH_EVERY = 16;
 
