@@ -44,10 +44,9 @@ function childWithRedis(provider: string, stayAlive: boolean): Promise<{ child: 
 }
 
 /**
- * True when nothing listens on the port. A port in the ephemeral range (freePort's fallback on a
- * machine whose range starts low) may be picked as our own source port, and the socket then connects
- * to itself (TCP simultaneous open: 2 of 10 checks right after a reap did, before freePort kept
- * below that range). That is not a server.
+ * True when nothing listens on the port. The servers' ports come from the ephemeral range, so with
+ * nothing listening the kernel may pick that same port as our source port and connect the socket to
+ * itself (TCP simultaneous open): 2 of 10 checks right after a reap did. That is not a server.
  */
 function refuses(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {

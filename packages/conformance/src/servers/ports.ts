@@ -1,61 +1,25 @@
-import { randomInt } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** Where test servers listen: above the well-known and common service ports, below the ephemeral range. */
-const LOWEST_PORT = 10_000;
-
 /**
- * The kernel's ephemeral range: the source ports of outgoing connections. A server port inside it
- * goes wrong in two ways while the server is down (the fault cases stop and restart servers): a
- * client reconnecting to it may be given that same port as its source and connect to itself (TCP
- * simultaneous open: seen in 2 of 10 probes right after a server was killed), reading its own
- * commands as the server's replies; and any connection of the machine may take it as a source
- * port, so the restart on the same address fails with EADDRINUSE.
+ * A port that was free a moment ago: the kernel picks it for a listener on port 0, which we close
+ * at once. Fixtures then keep that port for the server's whole life, so a restart comes back on
+ * the same address (a client's reconnect logic is what the fault cases test).
+ * `host` '0.0.0.0' for ports a container runtime publishes on every interface.
  */
-function ephemeralLow(): number {
-  try {
-    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    return low !== undefined && Number.isInteger(low) ? low : 32_768;
-  } catch {
-    return 32_768; // Linux's default; other systems keep theirs higher still
-  }
-}
-
-function listensOn(host: string, port: number): Promise<number | undefined> {
-  return new Promise((resolve) => {
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
-    server.on('error', () => resolve(undefined));
-    server.listen({ host, port, exclusive: true }, () => {
+    server.on('error', reject);
+    server.listen({ host, port: 0, exclusive: true }, () => {
       const address = server.address();
-      const bound = typeof address === 'object' && address !== null ? address.port : undefined;
-      server.close(() => resolve(bound));
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port'))));
     });
   });
 }
 
-/**
- * A port that was free a moment ago, below the ephemeral range (see ephemeralLow), picked at random
- * so that parallel test processes rarely try the same one. Fixtures then keep that port for the
- * server's whole life, so a restart comes back on the same address (a client's reconnect logic is
- * what the fault cases test). Where the ephemeral range leaves no room below it, the kernel picks.
- * `host` '0.0.0.0' for ports a container runtime publishes on every interface.
- */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  const highest = ephemeralLow() - 1;
-  if (highest - LOWEST_PORT >= 1_000) {
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      const port = await listensOn(host, LOWEST_PORT + randomInt(highest - LOWEST_PORT + 1));
-      if (port !== undefined) return port;
-    }
-  }
-  const port = await listensOn(host, 0);
-  if (port === undefined || port === 0) throw new Error(`no free port on ${host}`);
-  return port;
-}
-
-/** Distinct free ports (two picks may land on the same one: a Set dedups). */
+/** Distinct free ports (the kernel may hand the same one out twice in a row: a Set dedups). */
 export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < count) ports.add(await freePort(host));
