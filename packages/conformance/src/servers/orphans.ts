@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { dockerEndpoint, dockerRequest } from './docker-api.js';
+import { processState } from './process-tree.js';
 import { tempDirPrefix } from './temp-dir.js';
 
 /** What reapOrphans removed. */
@@ -108,11 +109,6 @@ async function exitedOrGiveUp(pids: readonly number[], boundMs: number): Promise
 }
 
 function running(pid: number): boolean {
-  try {
-    // The state follows the command name, which is in parentheses and may itself hold spaces.
-    const stat = readFileSync(join('/proc', String(pid), 'stat'), 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  const state = processState(pid);
+  return state !== undefined && state !== 'Z';
 }

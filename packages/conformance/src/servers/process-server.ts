@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { trackProcessGroup, trackTempDir, untrackProcessGroup, untrackTempDir } from './exit-cleanup.js';
-import { descendantPids } from './process-tree.js';
+import { descendantPids, fullyStopped } from './process-tree.js';
 import { waitUntilReady } from './ready.js';
 import type { ServerHandle, ServerKind } from './types.js';
 
@@ -30,6 +31,8 @@ type State = 'down' | 'up' | 'paused' | 'stopped';
 
 /** How long a clean shutdown may take before the process group gets SIGKILL. */
 const stopGraceMs = 10_000;
+/** How long pause() waits for every thread of the server to have stopped. */
+const pauseBoundMs = 2_000;
 
 /**
  * A server binary spawned in its own process group (detached: setsid). SIGSTOP/SIGCONT freeze and
@@ -158,8 +161,15 @@ export class ProcessServer implements ServerHandle {
     if (this.state !== 'up' || this.child?.pid === undefined) return this.requireRunning('pause');
     // The group first: a stopped postmaster forks no new backend while the rest are stopped.
     process.kill(-this.child.pid, 'SIGSTOP');
-    for (const pid of descendantPids(this.child.pid)) signalQuietly(pid, 'SIGSTOP');
+    const frozen = [this.child.pid, ...descendantPids(this.child.pid)];
+    for (const pid of frozen.slice(1)) signalQuietly(pid, 'SIGSTOP');
     this.state = 'paused';
+    // Paused means no thread answers any more: the signals take effect a moment later.
+    const deadline = Date.now() + pauseBoundMs;
+    while (!frozen.every(fullyStopped)) {
+      if (Date.now() >= deadline) throw new Error(`${this.describe()}: not every thread stopped within ${pauseBoundMs} ms of SIGSTOP`);
+      await delay(1);
+    }
   }
 
   async resume(): Promise<void> {

@@ -43,3 +43,33 @@ function parentPid(pid: number): number | undefined {
     return undefined; // exited meanwhile
   }
 }
+
+/** The state letter of /proc/<pid>/stat, or of one of its threads ('R', 'S', 'T' stopped, 'Z' zombie...); undefined once gone. */
+export function processState(pid: number, thread?: number): string | undefined {
+  try {
+    const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
+    // The state follows the command name, which is in parentheses and may itself hold spaces.
+    return stat.charAt(stat.lastIndexOf(')') + 2);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether every thread of `pid` has stopped (or ended). SIGSTOP returns at once, and each thread of
+ * the target stops only when the kernel next interrupts it: until then a server thread on the other
+ * core can still answer a request that was already in its socket (memcached did, in a CI run: an
+ * acquire "against a frozen server" succeeded 11 ms after the freeze).
+ */
+export function fullyStopped(pid: number): boolean {
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return true; // gone
+  }
+  return threads.every((thread) => {
+    const state = processState(pid, Number(thread));
+    return state === undefined || state === 'T' || state === 't' || state === 'Z' || state === 'X';
+  });
+}
