@@ -23,6 +23,7 @@ export { guardCall, type GuardedCall } from './call-guard.js';
 export { onAbort } from './abort-fanout.js';
 export { DeadlineWheel, type Watch } from './deadline-wheel.js';
 export { KeyedWaiters, type KeyedWaitersHooks } from './keyed-waiters.js';
+export { batchWrite, type Corkable } from './write-batching.js';
 export { inspectSafely } from './safe-inspect.js';
 export { parseBackendUrl, redactUrl } from '../url.js';
 export { backoffDelayMs, defaultBackoff, type BackoffPolicy } from '../backoff.js';
