@@ -44,7 +44,8 @@ function childWithRedis(provider: string, stayAlive: boolean): Promise<{ child: 
 }
 
 /**
- * True when nothing listens on the port. The servers' ports come from the ephemeral range, so with
+ * True when nothing listens on the port. A container's published port comes from the ephemeral
+ * range (ports.ts: kernelPickedPort), as did every server's before freePort kept below it; with
  * nothing listening the kernel may pick that same port as our source port and connect the socket to
  * itself (TCP simultaneous open): 2 of 10 checks right after a reap did. That is not a server.
  */

@@ -6,7 +6,7 @@ import {
   type WaitStrategy,
 } from 'testcontainers';
 import { trackContainer, untrackContainer } from './exit-cleanup.js';
-import { freePort } from './ports.js';
+import { kernelPickedPort } from './ports.js';
 import { waitUntilReady } from './ready.js';
 import type { ServerHandle, ServerKind } from './types.js';
 
@@ -65,7 +65,7 @@ export class ContainerServer implements ServerHandle {
 
   /** Starts the container; does not wait for the protocol (see waitReady). */
   static async create(spec: ContainerServerSpec): Promise<ContainerServer> {
-    const port = await freePort('0.0.0.0');
+    const port = await kernelPickedPort('0.0.0.0');
     let container = new GenericContainer(spec.image)
       .withExposedPorts({ container: spec.containerPort, host: port })
       .withLabels({ 'deadbolt.kind': spec.kind, 'deadbolt.owner-pid': String(process.pid) })
