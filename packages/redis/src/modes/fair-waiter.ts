@@ -1,22 +1,22 @@
 import { onAbort, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
 import { pair } from '../scripts.js';
 
-/** What a queued fair-mutex waiter needs from its mode: one object per mode, shared by every wait. */
+/** What a queued waiter needs from its fair queue (fair-queue.ts): one object per queue, shared by every wait. */
 export interface WaiterHost {
   /** The heartbeat period: a waiter whose holder's lease is unknown re-checks after it. */
   readonly heartbeatMs: number;
-  /** fair-acquire for a queued token (join '1'): the re-check; answers a pair(). */
+  /** The queueing script for a queued token (join '1'): the re-check; answers a pair(). */
   recheck(waiter: QueuedWaiter): Promise<unknown>;
   /** The grant a re-check found, valid until `validUntil` (client clock). */
   granted(waiter: QueuedWaiter, fence: number, validUntil: number): Grant;
   /** The waiter has an outcome: the mode forgets it (and stops its tick once nothing is left). */
   forget(waiter: QueuedWaiter): void;
-  /** fair-leave for the waiter's token: no entry left behind; a grant that raced it is passed on. */
+  /** The leave script for the waiter's token: no entry left behind; a grant that raced it is passed on. */
   giveUp(waiter: QueuedWaiter): Promise<void>;
 }
 
 /**
- * One queued acquire of the fair mutex (modes/fair.ts), as one object: its state, its re-check timer
+ * One queued acquire of the fair mode (fair-queue.ts), as one object: its state, its re-check timer
  * and its outcome. A closure per callback (grant, re-check, timer, leave, finish...) cost about ten
  * allocations on every contended acquire; here a wait allocates this object, its promise and one
  * abort handler, and the re-check timer calls a module function with the waiter as its argument.
@@ -32,7 +32,6 @@ export class QueuedWaiter {
   constructor(
     private readonly host: WaiterHost,
     readonly request: AcquireRequest,
-    readonly keys: readonly string[],
     readonly token: string,
     sentAt: number,
     private readonly deadline: number,
