@@ -9,7 +9,7 @@ import {
   type Grant,
   type MemoryStore,
 } from '@deadbolt/core/adapter';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   badInputSendsNothing,
   batchRenewal,
@@ -122,6 +122,20 @@ class FreezesWithoutUndo extends MemoryBackend {
   }
 }
 
+/**
+ * A "server" that freezes (an attempt times out and is lost: nothing is left to undo), and a backend
+ * that then polls for its return on an interval that close() never clears.
+ */
+const froze: { frozen: boolean; poller?: NodeJS.Timeout } = { frozen: false };
+class FreezeLeavesPoller extends MemoryBackend {
+  readonly callTimeoutMs = 200;
+  override tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    if (!froze.frozen) return super.tryAcquire(request);
+    froze.poller ??= setInterval(() => undefined, 100);
+    return new Promise((_, reject) => setTimeout(() => reject(new Error('command timed out')), this.callTimeoutMs));
+  }
+}
+
 /** A connection kill loses every lock on the "server", yet renew keeps saying yes. */
 const issued: Grant[] = [];
 class LosesLocksButRenews extends MemoryBackend {
@@ -186,6 +200,17 @@ const scenarios: Scenario[] = [
     }),
   },
   {
+    what: 'a poller started on a frozen server that close() leaves running',
+    mutant: FreezeLeavesPoller,
+    testCase: frozenServerAcquire,
+    options: () => ({
+      faults: {
+        pause: async () => void (froze.frozen = true),
+        resume: async () => void (froze.frozen = false),
+      },
+    }),
+  },
+  {
     what: 'locks lost on a connection kill while renew says yes',
     mutant: LosesLocksButRenews,
     testCase: killedConnection,
@@ -205,6 +230,8 @@ const scenarios: Scenario[] = [
 ];
 
 describe('the suite catches broken backends (issue 14 cases)', () => {
+  // The leak that mutant is made of, stopped once the case has seen it.
+  afterAll(() => clearInterval(froze.poller));
   for (const { what, mutant: Mutant, testCase, options } of scenarios) {
     it(`${what} fails "${testCase.title}"`, async () => {
       const store = memoryStore(`mutant-${what}`);

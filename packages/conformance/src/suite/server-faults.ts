@@ -1,6 +1,6 @@
 import { BackendUnavailableError, DeadboltError, LockTimeoutError } from '@deadbolt/core';
 import type { ConformanceCase } from './context.js';
-import { handleCount } from './handles.js';
+import { HandleTracker, handleCount } from './handles.js';
 import { assert, needsFaults, rejection, waitUntil, within } from './util.js';
 
 /** An attempt given up on a frozen server may leave its lease for at most this long after the server wakes. */
@@ -13,41 +13,57 @@ export const frozenServerAcquire: ConformanceCase = {
   requires: needsFaults('pause', 'resume'),
   async run(ctx) {
     const handlesBefore = handleCount();
-    const client = ctx.client();
-    const warm = await client.acquire('warm');
-    await warm.release();
-    const waitMs = 300;
-    await ctx.fault('pause');
+    // The clients' own sockets and timers, told apart from the fixture's: the faults run outside it
+    // (a container's pause is an HTTP call to the engine, whose keep-alive socket is not the client's).
+    const tracker = new HandleTracker();
     try {
-      const start = Date.now();
-      const error = await within(
-        rejection(client.acquire('k', { waitMs, ttlMs: 30_000 })),
-        waitMs + CALL_BOUND_MS,
-        'acquire on a frozen server',
-      );
-      assert(error instanceof BackendUnavailableError || error instanceof LockTimeoutError, `expected a typed error, got ${String(error)}`);
-      console.info(
-        `[deadbolt conformance] ${ctx.name}: acquire on a frozen server settled after ${Date.now() - start} ms (waitMs ${waitMs})`,
+      const client = await tracker.run(async () => {
+        const made = ctx.client();
+        const warm = await made.acquire('warm');
+        await warm.release();
+        return made;
+      });
+      const waitMs = 300;
+      await ctx.fault('pause');
+      try {
+        const start = Date.now();
+        const error = await tracker.run(() =>
+          within(rejection(client.acquire('k', { waitMs, ttlMs: 30_000 })), waitMs + CALL_BOUND_MS, 'acquire on a frozen server'),
+        );
+        assert(
+          error instanceof BackendUnavailableError || error instanceof LockTimeoutError,
+          `expected a typed error, got ${String(error)}`,
+        );
+        console.info(
+          `[deadbolt conformance] ${ctx.name}: acquire on a frozen server settled after ${Date.now() - start} ms (waitMs ${waitMs})`,
+        );
+      } finally {
+        await ctx.fault('resume');
+      }
+      await tracker.run(async () => {
+        const other = ctx.client();
+        // The attempt the client gave up on may run now that the server is back: it must not keep the key
+        // for its 30 s lease.
+        const taken = await other.acquire('k', { waitMs: ORPHAN_BOUND_MS, ttlMs: 5_000 }).catch((error: unknown) => error as Error);
+        assert(
+          !(taken instanceof Error),
+          `the key stayed busy ${ORPHAN_BOUND_MS} ms after the server woke (an orphaned lease): ${String(taken)}`,
+        );
+        await taken.release();
+        // The same client, right after the freeze: its wait covers any reconnect.
+        const again = await within(client.acquire('k2', { waitMs: 10_000 }), 15_000, 'the first acquire after the freeze');
+        await again.release();
+        await client.close();
+        await other.close();
+      });
+      const settled = await waitUntil(() => handleCount() <= handlesBefore && tracker.open().length === 0, 2_000, 20);
+      assert(
+        settled,
+        `after close, handles ${handleCount()} (${handlesBefore} before); opened by the clients and still open: ${tracker.open().join(', ') || 'none'}: timers or sockets outlived close()`,
       );
     } finally {
-      await ctx.fault('resume');
+      tracker.stop();
     }
-    // The attempt the client gave up on may run now that the server is back: it must not keep the key
-    // for its 30 s lease.
-    const other = ctx.client();
-    const taken = await other.acquire('k', { waitMs: ORPHAN_BOUND_MS, ttlMs: 5_000 }).catch((error: unknown) => error as Error);
-    assert(
-      !(taken instanceof Error),
-      `the key stayed busy ${ORPHAN_BOUND_MS} ms after the server woke (an orphaned lease): ${String(taken)}`,
-    );
-    await taken.release();
-    // The same client, right after the freeze: its wait covers any reconnect.
-    const again = await within(client.acquire('k2', { waitMs: 10_000 }), 15_000, 'the first acquire after the freeze');
-    await again.release();
-    await client.close();
-    await other.close();
-    const settled = await waitUntil(() => handleCount() <= handlesBefore, 2_000, 20);
-    assert(settled, `after close, handles ${handleCount()} > ${handlesBefore} before: timers or sockets outlived close()`);
   },
 };
 
