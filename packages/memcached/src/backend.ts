@@ -11,6 +11,7 @@ import {
   type LockBackend,
 } from '@deadbolt/core/adapter';
 import memjs from 'memjs';
+import { closeHard, trackSockets } from './memjs-sockets.js';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
 import { pollSlots, storedKeyOf, takeSlot, type SlotGrant } from './semaphore-slots.js';
@@ -116,6 +117,7 @@ export class MemcachedBackend implements LockBackend {
           logger: { log: () => undefined },
         },
       );
+      trackSockets(this.#client);
     }
     return this.#client;
   }
@@ -302,14 +304,6 @@ export class MemcachedBackend implements LockBackend {
 interface CorkableSocket {
   cork(): void;
   uncork(): void;
-}
-
-/** memjs's close() only half-closes (socket.end()); destroy so no socket outlives close(). */
-function closeHard(client: memjs.Client): void {
-  for (const server of (client as unknown as { servers: { _socket?: { destroy(): void }; connected?: boolean }[] }).servers) {
-    server._socket?.destroy();
-  }
-  client.close();
 }
 
 inspectSafely(MemcachedBackend, (backend) => ({ name: backend.name }));
