@@ -15,12 +15,15 @@ function serversOf(client: memjs.Client): MemjsServer[] {
 }
 
 /**
- * Records every socket memjs opens for `client`, so that closeHard can end them all. memjs keeps
- * only its latest socket per server, and loses even that one after a request timeout: it drops the
- * timed-out socket and opens a new one, and when the old one finally closes, its 'close' handler
- * clears the server's socket field, which by then holds the new socket. That socket stays open,
- * referenced by nobody, until the process exits (found by the conformance case "frozen server
- * during acquire", which checks every handle the client opened: a TCP socket outlived close()).
+ * Keeps memjs's sockets from outliving their use, for a client the backend owns. memjs keeps one
+ * socket per server, and after a request timeout it ends that socket and opens a new one. The old
+ * socket's 'close' and 'error' handlers still act on the server's CURRENT socket: 'close' clears
+ * the server's socket field (so the new socket stayed open, referenced by nobody, and the next
+ * request opened a third: one idle connection left behind per timeout), and 'error' destroys the
+ * current socket and fails every request in flight on it. Found by the conformance case "frozen
+ * server during acquire", which checks every handle the client opened: a TCP socket outlived close().
+ * Here those two handlers run only while their socket is still the server's current one, and every
+ * socket is recorded so that closeHard can end them all.
  */
 export function trackSockets(client: memjs.Client): void {
   const open = new Set<Socket>();
@@ -31,12 +34,28 @@ export function trackSockets(client: memjs.Client): void {
       const before = this._socket;
       sock.call(this, sasl, go);
       const made = this._socket;
-      if (made !== undefined && made !== before) {
-        open.add(made);
-        made.once('close', () => open.delete(made));
-      }
+      if (made === undefined || made === before) return;
+      for (const event of ['close', 'error'] as const) onlyWhileCurrent(made, event, this);
+      open.add(made);
+      made.once('close', () => open.delete(made));
     };
   }
+}
+
+/** Wraps memjs's listeners of `event` on `socket` (those there right after memjs made it) to act only while it is `server`'s current socket. */
+function onlyWhileCurrent(socket: Socket, event: 'close' | 'error', server: MemjsServer): void {
+  for (const listener of socket.listeners(event) as ((...args: unknown[]) => void)[]) {
+    socket.removeListener(event, listener);
+    // A stale socket's error is dropped: it was ended already, and nothing waits on it.
+    socket.on(event, function (this: Socket, ...args: unknown[]) {
+      if (server._socket === socket) listener.apply(this, args);
+    });
+  }
+}
+
+/** How many sockets memjs has open for `client` (tests). */
+export function openSocketCount(client: memjs.Client): number {
+  return openSockets.get(client)?.size ?? 0;
 }
 
 /** memjs's close() only half-closes its current sockets (socket.end()); destroy every one it opened, so none outlives close(). */
