@@ -37,6 +37,28 @@ describe('guardCall', () => {
     expect(undone).toEqual(['grant']);
   });
 
+  it('tells onDeadline once the deadline has failed the call, and never when an answer, a failure or an abort came first', async () => {
+    const order: string[] = [];
+    const silent = guardCall(() => new Promise<never>(() => undefined), {
+      ...call,
+      timeoutMs: 20,
+      onDeadline: () => void order.push('onDeadline'),
+    }).catch(() => void order.push('rejected'));
+    await silent;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // The caller's rejection handler runs in a microtask after onDeadline; the call had failed first.
+    expect(order).toEqual(['onDeadline', 'rejected']);
+    const onDeadline = vi.fn();
+    await guardCall(() => Promise.resolve(1), { ...call, timeoutMs: 20, onDeadline });
+    await guardCall(() => Promise.reject(new Error('reset')), { ...call, timeoutMs: 20, onDeadline }).catch(() => undefined);
+    const controller = new AbortController();
+    const aborted = guardCall(() => new Promise<never>(() => undefined), { ...call, timeoutMs: 20, signal: controller.signal, onDeadline });
+    controller.abort(new Error('closing'));
+    await aborted.catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(onDeadline).not.toHaveBeenCalled();
+  });
+
   it('an abort gives up at once with its (typed) reason and clears the timer; a value in time is not undone', async () => {
     const controller = new AbortController();
     const undo = vi.fn();

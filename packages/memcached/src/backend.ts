@@ -11,7 +11,7 @@ import {
   type LockBackend,
 } from '@deadbolt/core/adapter';
 import memjs from 'memjs';
-import { closeHard, trackSockets } from './memjs-sockets.js';
+import { closeHard, dropSilentSockets, trackSockets } from './memjs-sockets.js';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
 import { pollSlots, storedKeyOf, takeSlot, type SlotGrant } from './semaphore-slots.js';
@@ -278,6 +278,11 @@ export class MemcachedBackend implements LockBackend {
     if (client !== undefined && this.#ownsClient) closeHard(client);
   }
 
+  /** A call got no answer in time: its connection may have gone silent (memjs-sockets.ts). */
+  readonly #dropSilentConnections = (): void => {
+    if (this.#client !== undefined) dropSilentSockets(this.#client);
+  };
+
   #run<T>(
     action: string,
     key: string,
@@ -296,6 +301,7 @@ export class MemcachedBackend implements LockBackend {
       signal: this.#closed.signal,
       undo,
       undoWithinMs,
+      onDeadline: this.#dropSilentConnections,
     });
   }
 }

@@ -1,10 +1,14 @@
 import type memjs from 'memjs';
 import type { Socket } from 'node:net';
 
-/** The memjs internals this module touches: each server's current socket and the method that opens one. */
+/** The memjs internals this module touches: each server's current socket, the method that opens one, its requests' deadlines and its reset. */
 interface MemjsServer {
   _socket?: Socket;
   sock(sasl: boolean, go: (socket: Socket) => void): void;
+  /** The deadlines of the requests in flight, oldest first, on memjs's clock (utils.timestamp). */
+  readonly requestTimeouts: readonly number[];
+  /** Destroys the socket and fails every request in flight on it with `error`. */
+  error(error: Error): void;
 }
 
 /** Sockets memjs opened for one client and that are not closed yet (see trackSockets). */
@@ -50,6 +54,33 @@ function onlyWhileCurrent(socket: Socket, event: 'close' | 'error', server: Memj
     socket.on(event, function (this: Socket, ...args: unknown[]) {
       if (server._socket === socket) listener.apply(this, args);
     });
+  }
+}
+
+/** memjs's clock (utils.timestamp): the process's monotonic time in ms, not Date.now. */
+function memjsNow(): number {
+  const [seconds, nanoseconds] = process.hrtime();
+  return seconds * 1000 + Math.round(nanoseconds / 1e6);
+}
+
+/** A request written this much after its call started still counts as having waited the whole timeout. */
+const writeSlackMs = 50;
+
+/**
+ * Drops each connection of `client` whose oldest unanswered request has waited its whole timeout:
+ * its requests fail at once (BackendUnavailableError) and the next one connects again. Called when a
+ * call's deadline passes with no answer. memjs times a request out with the socket's idle timeout,
+ * which every new request restarts: a connection that went silent (a server behind a restarted
+ * container's port forwarder, a NAT that forgot it) while calls kept coming more often than the
+ * timeout was never dropped, and every call on it timed out, for good.
+ */
+export function dropSilentSockets(client: memjs.Client): void {
+  const now = memjsNow();
+  for (const server of serversOf(client)) {
+    const oldest = server.requestTimeouts[0];
+    if (server._socket !== undefined && oldest !== undefined && oldest <= now + writeSlackMs) {
+      server.error(new Error('no answer within the timeout: the connection is dropped and made again'));
+    }
   }
 }
 

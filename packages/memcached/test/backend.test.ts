@@ -4,6 +4,7 @@ import type memjs from 'memjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeKey, getWithCas, type MemcachedBackend } from '../src/index.js';
 import { createMemcachedBackend } from '../src/index.js';
+import { startSilentLink } from './silent-link.js';
 import { startSlowLink } from './slow-link.js';
 import { backendFor, rawClient, request, startMemcached, type ServerHandle } from './support.js';
 
@@ -190,6 +191,43 @@ describe('memcached backend under faults', () => {
       expect(again.acquired).toBe(true);
     } finally {
       await backend.close();
+      await server.stop();
+    }
+  });
+
+  it('a connection gone silent is dropped at the first deadline, though calls keep coming faster than the timeout', async () => {
+    const server = await startMemcached();
+    const link = await startSilentLink(server);
+    const timeoutMs = 400;
+    const backend = createMemcachedBackend({ servers: [{ host: '127.0.0.1', port: link.port }], timeoutMs });
+    try {
+      const grant = await grantOf(backend, 'f:silent');
+      link.silence();
+      // A renewal every 100 ms: memjs's own timeout is the socket's idle timer, which each of them
+      // restarted, so none was ever answered again. Now the first deadline drops the connection.
+      const startedAt = Date.now();
+      let answeredAt: number | undefined;
+      const calls: Promise<void>[] = [];
+      while (answeredAt === undefined && Date.now() - startedAt < 10 * timeoutMs) {
+        calls.push(
+          backend.renew(grant, 10_000).then(
+            (renewed) => {
+              if (renewed) answeredAt ??= Date.now();
+            },
+            (error: unknown) => {
+              if (!(error instanceof BackendUnavailableError)) throw error;
+            },
+          ),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await Promise.all(calls);
+      expect(answeredAt, 'no renewal was answered after the connection went silent').toBeDefined();
+      expect(answeredAt! - startedAt).toBeLessThan(3 * timeoutMs);
+      expect(link.accepted).toBe(2);
+    } finally {
+      await backend.close();
+      await link.close();
       await server.stop();
     }
   });

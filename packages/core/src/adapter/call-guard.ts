@@ -39,6 +39,13 @@ export interface GuardedCall<T> {
   readonly undoWithinMs?: number | undefined;
   /** The backend's close: stops the undo's retries and clears their timer. Default: `signal`. */
   readonly closed?: AbortSignal | undefined;
+  /**
+   * Called once when the deadline passes with no answer, after the call has failed with its typed
+   * error: the adapter may drop a connection that went silent, where its client library would go
+   * on sending into it (memjs times a socket out only after a pause in its traffic, so a steady
+   * stream of calls kept a dead connection forever). Errors it throws are ignored.
+   */
+  readonly onDeadline?: (() => void) | undefined;
 }
 
 /**
@@ -91,13 +98,22 @@ class Guard<T> {
   ) {
     // An infinite deadline: the operation bounds itself (a client library's own command timeout).
     if (Number.isFinite(call.timeoutMs)) {
-      const expire = (): void => this.giveUp(typed(new DeadlineExceededError(call.timeoutMs), call));
+      const expire = (): void => {
+        if (!this.giveUp(typed(new DeadlineExceededError(call.timeoutMs), call))) return;
+        try {
+          call.onDeadline?.();
+        } catch {
+          // best effort: the call has already failed with its typed error
+        }
+      };
       if (call.deadlines !== undefined) this.watch = call.deadlines.watch(call.timeoutMs, expire);
       else this.timer = setTimeout(expire, call.timeoutMs);
     }
     const { signal } = call;
     if (signal !== undefined) {
-      const onAbort = (): void => this.giveUp(typed(signal.reason, call));
+      const onAbort = (): void => {
+        this.giveUp(typed(signal.reason, call));
+      };
       this.onAbort = onAbort;
       this.abortHandlers = handlersOf(signal);
       this.abortHandlers.add(onAbort);
@@ -115,8 +131,11 @@ class Guard<T> {
     if (first) this.reject(typed(error, this.call));
   }
 
-  private giveUp(reason: unknown): void {
-    if (this.finish()) this.reject(reason);
+  /** Fails the call with `reason` unless it has settled already; true when it did. */
+  private giveUp(reason: unknown): boolean {
+    if (!this.finish()) return false;
+    this.reject(reason);
+    return true;
   }
 
   private finish(): boolean {
