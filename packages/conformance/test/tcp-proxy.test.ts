@@ -116,6 +116,24 @@ describe('TCP proxy (compare scenarios and session-kill tests)', () => {
     await closed;
   });
 
+  it('strand silences the connections open now for good, both ways and closes included, while new ones are forwarded', async () => {
+    const { a, proxy } = await setup();
+    const old = await connect(proxy.port);
+    old.socket.write('one');
+    expect(await old.waitFor('A:one', 5000)).toBe(true);
+    proxy.strand();
+    old.socket.write('two');
+    const fresh = await connect(proxy.port);
+    fresh.socket.write('three');
+    expect(await fresh.waitFor('A:three', 5000)).toBe(true);
+    // The server closing its end of the stranded connection is not passed on either.
+    for (const s of a.sockets) s.destroy();
+    expect(await old.waitFor('A:two', 300)).toBe(false);
+    expect(old.socket.destroyed).toBe(false);
+    old.socket.destroy();
+    fresh.socket.destroy();
+  });
+
   it('cut closes every connection and refuses new ones until heal', async () => {
     const { a, proxy } = await setup();
     const c = await connect(proxy.port);

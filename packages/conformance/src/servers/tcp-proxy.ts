@@ -29,6 +29,12 @@ export interface TcpProxy {
   cut(): void;
   /** Forwards (and accepts) again: what was sent meanwhile is delivered, deferred closes happen. */
   heal(): void;
+  /**
+   * The connections open now go silent for good: bytes sent either way vanish and nothing is closed,
+   * while new connections are forwarded. What a client sees when a NAT or firewall forgets its
+   * connection, or a restarted container's port forwarder keeps the old one.
+   */
+  strand(): void;
   readonly partitioned: boolean;
   /** Open client-side connections (for tests that check nothing leaks). */
   readonly connections: number;
@@ -43,6 +49,8 @@ interface Link {
   /** Chunks read just as the partition began (a 'data' event already under way), sent at heal. */
   readonly held: { readonly to: 'client' | 'upstream'; readonly chunk: Buffer }[];
   closed: boolean;
+  /** strand(): nothing passes any more, in either direction, not even a close. */
+  stranded: boolean;
 }
 
 export async function startProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
@@ -73,6 +81,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   /** Copies from → to by hand (not pipe(): pipe resumes a source on 'drain', undoing a partition). */
   const forward = (link: Link, from: Socket, to: Socket, toName: 'client' | 'upstream'): void => {
     from.on('data', (chunk: Buffer) => {
+      if (link.stranded) return;
       if (partitioned) {
         link.held.push({ to: toName, chunk });
         from.pause();
@@ -88,10 +97,15 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     // A close on one side reaches the other only over a working path. A clean close is passed on
     // as a FIN after what was already written (a destroy would throw away a last reply); an error
     // as an abrupt close.
-    from.on('end', () => whenConnected(() => to.end()));
-    from.on('error', () => whenConnected(() => drop(link)));
+    from.on('end', () => {
+      if (!link.stranded) whenConnected(() => to.end());
+    });
+    from.on('error', () => {
+      if (!link.stranded) whenConnected(() => drop(link));
+    });
     from.on('close', () =>
       whenConnected(() => {
+        if (link.stranded) return;
         to.end();
         if (link.client.destroyed && link.upstream?.destroyed !== false) forget(link);
       }),
@@ -111,7 +125,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   const server: Server = createServer({ pauseOnConnect: true }, (client) => {
     if (refusing) return void client.destroy();
     client.setNoDelay(true);
-    const link: Link = { client, upstream: undefined, held: [], closed: false };
+    const link: Link = { client, upstream: undefined, held: [], closed: false, stranded: false };
     links.add(link);
     // Until forwarding starts, a client that goes away just goes away.
     client.once('close', () => {
@@ -174,6 +188,9 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       const pending = deferred;
       deferred = [];
       for (const fn of pending) fn();
+    },
+    strand() {
+      for (const link of links) link.stranded = true;
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Capabilities, LockClient } from '@deadbolt/core';
 import { within } from './util.js';
+import { untracked } from './handles.js';
 
 /** What the suite needs of a server fixture: a way to stop it for good. */
 export interface ServerLike {
@@ -197,7 +198,8 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
     async fault(hook): Promise<void> {
       const fn = resolved.faults?.[hook];
       if (!fn || !server) throw new Error(`fault hook "${hook}" or server missing for ${resolved.name}`);
-      await fn.call(resolved.faults, server);
+      // Outside any handle tracker: what the fault opens (an engine's HTTP socket, a restarted process's pipes) is not the clients'.
+      await untracked(() => fn.call(resolved.faults, server));
     },
     async kill(client): Promise<void> {
       if (!resolved.kill) throw new Error(`no kill hook for ${resolved.name}`);
