@@ -63,6 +63,16 @@ function refuses(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** Polls refuses() until it is true or `ms` has passed. */
+async function refusesWithin(host: string, port: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await refuses(host, port)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 const exited = (child: ReturnType<typeof spawn>): Promise<void> =>
   child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
 
@@ -82,7 +92,10 @@ describe.skipIf(!existsSync(built))('orphans (needs the build: npx tsc -b packag
       expect(await refuses(host, port)).toBe(false); // still running: nobody cleaned up yet
       const report = await reapOrphans();
       expect(report.containers + report.processGroups).toBeGreaterThanOrEqual(1);
-      expect(await refuses(host, port)).toBe(true);
+      // reapOrphans returns once the killed servers are zombies; on this project's CI sandbox
+      // (gVisor) a zombie's listening socket still took a connection for up to ~100 ms after that
+      // (3 of 10 runs; `ss` listed no listener). Closed within a deadline, then.
+      expect(await refusesWithin(host, port, 5_000)).toBe(true);
     });
   }
 });

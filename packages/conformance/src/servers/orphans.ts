@@ -101,7 +101,8 @@ const REAP_WAIT_MS = 10_000;
  * SIGKILL only marks a process: until the kernel has run its exit, its listening socket still
  * accepts connections (the kernel completes the handshake), so a caller that checks the port right
  * after reapOrphans could find the server "still up" on a loaded machine. Waits until each is gone
- * or a zombie (a zombie holds no sockets; its new parent reaps it), or the bound passes.
+ * or a zombie (on Linux a zombie holds no sockets; its new parent reaps it), or the bound passes.
+ * gVisor (this project's CI sandbox) closed a zombie's listening socket up to ~100 ms later still.
  */
 async function exitedOrGiveUp(pids: readonly number[], boundMs: number): Promise<void> {
   const deadline = Date.now() + boundMs;
