@@ -93,6 +93,74 @@ function preparedOn(target: Redis, name: ScriptName): PreparedScript {
 /** The command deadlines of every connection of this package, on one timer (see ScriptCommand). */
 const commandDeadlines = new DeadlineWheel();
 
+/** When each socket a script was written to last received anything (Date.now ms). */
+const lastReadAt = new WeakMap<object, number>();
+/** Connections whose link is being probed (at most one probe each). */
+const probing = new WeakSet<Redis>();
+
+interface ScriptSocket {
+  on(event: 'data', listener: () => void): unknown;
+  destroy(): void;
+}
+
+function isScriptSocket(socket: object): socket is ScriptSocket {
+  return typeof (socket as Partial<ScriptSocket>).on === 'function' && typeof (socket as Partial<ScriptSocket>).destroy === 'function';
+}
+
+/** Notes, from now on, when `socket` receives anything (once per socket). */
+function watchReads(socket: object): void {
+  if (lastReadAt.has(socket) || !isScriptSocket(socket)) return;
+  lastReadAt.set(socket, Date.now());
+  socket.on('data', () => lastReadAt.set(socket, Date.now()));
+}
+
+function silentFor(socket: object, ms: number): boolean {
+  return Date.now() - (lastReadAt.get(socket) ?? 0) >= ms;
+}
+
+/**
+ * A script got no answer within its timeout on `socket`, which has received nothing at all for that
+ * long. ioredis times the command out but keeps the connection, and every later command goes into
+ * the same socket until the kernel gives up on it (minutes: redis/ioredis#634; OpenCTI waited 15
+ * minutes after a Kubernetes redeploy, OpenCTI-Platform/opencti#7970). Silence has two causes that
+ * must be told apart: a server that is frozen (paused, swapping) runs the commands buffered on that
+ * socket when it wakes, so dropping the socket would let an acquire run after its undo, sent on the
+ * new connection; a stranded link (a NAT or firewall that forgot it, a restarted container's port
+ * forwarder keeping the old one) never delivers them. So a fresh connection asks the server for a
+ * PING: if the server answers it while our socket still hears nothing, the link is stranded and the
+ * socket is destroyed (ioredis connects again); if not, the server is down or frozen, and nothing
+ * changes. The probe ends when it is answered or times out, or when the connection ends.
+ */
+function dropIfStranded(connection: Redis, socket: object | undefined, ms: number): void {
+  if (socket === undefined || !isScriptSocket(socket) || !silentFor(socket, ms) || probing.has(connection)) return;
+  probing.add(connection);
+  const probe = connection.duplicate({
+    lazyConnect: true,
+    enableReadyCheck: false,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    commandTimeout: ms,
+    connectTimeout: ms,
+  });
+  probe.on('error', () => undefined);
+  const stop = (): void => probe.disconnect();
+  connection.once('end', stop);
+  probe
+    .ping()
+    .then(
+      () => {
+        if (connection.stream === socket && silentFor(socket, ms)) socket.destroy();
+      },
+      () => undefined,
+    )
+    .finally(() => {
+      probing.delete(connection);
+      connection.off('end', stop);
+      probe.disconnect();
+    });
+}
+
 /**
  * One script call as a prepared command. Two things differ from ioredis' defineCommand scripts:
  * - the commandTimeout runs on the shared deadline wheel instead of a Node timer of its own: ioredis
@@ -110,6 +178,8 @@ class ScriptCommand extends Command {
     private readonly script: PreparedScript,
     keys: readonly string[],
     args: readonly ScriptArgument[],
+    /** The connection it is sent on: a silent timeout probes it (dropIfStranded). */
+    private readonly connection: Redis,
   ) {
     // The arguments go in after super(), already strings: ioredis' constructor copies them with
     // Array.prototype.flat() and converts numbers one by one, which was half its cost per call.
@@ -122,6 +192,7 @@ class ScriptCommand extends Command {
 
   override toWritable(socket: object): string | Buffer {
     this.sentOn = socket;
+    watchReads(socket);
     if (!this.script.loadedOn.has(socket)) {
       this.script.loadedOn.add(socket);
       this.name = 'eval';
@@ -137,7 +208,9 @@ class ScriptCommand extends Command {
     if (this.watch !== undefined || this.isResolved) return;
     const { resolve, reject } = this;
     const watch = commandDeadlines.watch(ms, () => {
-      if (!this.isResolved) reject(new Error('Command timed out'));
+      if (this.isResolved) return;
+      reject(new Error('Command timed out'));
+      dropIfStranded(this.connection, this.sentOn, ms);
     });
     this.watch = watch;
     this.resolve = (value: unknown) => {
@@ -166,13 +239,13 @@ export function runScript(
   // are ioredis' business there): the prepared command is measured and tested on single servers.
   if (target instanceof Cluster) return definedScript(target, name, keys, args);
   const script = preparedOn(target, name);
-  const command = new ScriptCommand(script, keys, args);
+  const command = new ScriptCommand(script, keys, args, target);
   beforeWrite(target);
   target.sendCommand(command);
   return command.promise.then(undefined, (error: unknown) => {
     if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
     if (command.sentOn !== undefined) script.loadedOn.delete(command.sentOn);
-    const again = new ScriptCommand(script, keys, args);
+    const again = new ScriptCommand(script, keys, args, target);
     target.sendCommand(again);
     return again.promise;
   });

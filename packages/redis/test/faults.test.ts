@@ -1,4 +1,4 @@
-import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
+import { startProxy, startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
 import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { grantOf, Opened, request, timed } from './support.js';
@@ -90,6 +90,43 @@ describe('redis faults', () => {
       await server.resume();
     }
   });
+
+  for (const mode of ['setnx', 'fair'] as const) {
+    it(`${mode}: a connection gone silent is dropped at the first command timeout, though calls keep coming faster than it`, async () => {
+      const link = await startProxy(server.host, server.port);
+      try {
+        const backend = opened.backend(link.rewrite(server.url), { commandTimeoutMs, mode });
+        const grant = await grantOf(backend, request(`silent:${mode}`, 60_000));
+        link.strand();
+        // A renewal every 100 ms: ioredis times each command out but kept the connection, so every
+        // later one went into the same silent socket. Now the first timeout drops it.
+        const startedAt = Date.now();
+        let answeredAt: number | undefined;
+        const calls: Promise<void>[] = [];
+        while (answeredAt === undefined && Date.now() - startedAt < 10 * commandTimeoutMs) {
+          calls.push(
+            backend.renew(grant, 60_000).then(
+              (renewed) => {
+                if (renewed) answeredAt ??= Date.now();
+              },
+              (error: unknown) => {
+                if (!(error instanceof BackendUnavailableError)) throw error;
+              },
+            ),
+          );
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        await Promise.all(calls);
+        expect(answeredAt, 'no renewal was answered after the connection went silent').toBeDefined();
+        expect(answeredAt! - startedAt).toBeLessThan(3 * commandTimeoutMs + slackMs);
+        // The stranded connection (never closed by the link) and the new one.
+        expect(link.connections).toBe(2);
+      } finally {
+        await opened.closeAll();
+        await link.close();
+      }
+    });
+  }
 
   it('the URL password never appears in an error', async () => {
     await server.down();
