@@ -35,3 +35,4 @@ export {
   failedFirstAcquire,
   type RefusedConnectionExpectation,
 } from './suite/connection-errors.js';
+export { firstTrueWhileCalling } from './suite/keep-calling.js';
