@@ -2,12 +2,10 @@ import type { Client } from 'node-zookeeper-client';
 import { stat } from './operations.js';
 
 /**
- * A request every `periodMs` (exists on "/": the cheapest read), so the session knows when the
- * server last heard from it. node-zookeeper-client has no read timeout: behind a silent partition
- * (no RST, no FIN) its socket stays "connected" forever and it never reports DISCONNECTED. The
- * Java client treats 2/3 of the session timeout without a byte from the server as a disconnect;
- * this gives the session the same signal. `onAnswer(sentAt)`: the server heard from us at sentAt
- * at the latest, so it cannot expire the session before sentAt + sessionTimeout.
+ * A request every `periodMs` (exists on "/": the cheapest read) while locks are held, so the
+ * session knows when the server last heard from it: `onAnswer(sentAt)` means the server heard from
+ * us at sentAt at the latest, so it cannot expire the session before sentAt + sessionTimeout, and a
+ * disconnect reports held locks lost no later than that.
  */
 export class Heartbeat {
   private timer: NodeJS.Timeout | undefined;
@@ -17,7 +15,6 @@ export class Heartbeat {
     private readonly client: Client,
     private readonly periodMs: number,
     private readonly onAnswer: (sentAt: number) => void,
-    private readonly afterBeat: () => void,
     /** Whether it is still needed (locks are held); checked at each beat, which stops it when not. */
     private readonly needed: () => boolean = () => true,
   ) {}
@@ -53,6 +50,5 @@ export class Heartbeat {
           this.inFlight = false;
         });
     }
-    this.afterBeat();
   }
 }

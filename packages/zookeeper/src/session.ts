@@ -2,6 +2,7 @@ import { BackendUnavailableError, DeadlineWheel, LockLostError, type Grant } fro
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
 import { Heartbeat } from './heartbeat.js';
+import { ReadTimeout } from './read-timeout.js';
 import { boundOnWheel } from './operations.js';
 import { dropStaleFramesOnReconnect } from './stale-frames.js';
 import { readWholeFrames } from './whole-frames.js';
@@ -29,9 +30,10 @@ const closeGraceMs = 1_000;
  *   the client stays disconnected for a whole session timeout, by which time the server has expired
  *   the session (Curator 3's simulated expiration). A leader election thus keeps holders' locks.
  * "A whole session timeout" counts from when the server last heard from us (a heartbeat's send
- * time), so the loss is reported no later than the server can expire the session. A silent
- * partition, which node-zookeeper-client never reports, counts as a disconnect after 2/3 of the
- * session timeout without an answer (the Java client's read timeout).
+ * time), so the loss is reported no later than the server can expire the session. A connection
+ * that goes silent, which node-zookeeper-client never reports, is closed after 2/3 of the session
+ * timeout without a byte from the server (the Java client's read timeout, read-timeout.ts): a
+ * disconnect, after which the session resumes on a new connection if the server can be reached.
  * After an expiry the client is dropped; the next operation opens a new session.
  */
 export class ZooKeeperSession {
@@ -42,9 +44,8 @@ export class ZooKeeperSession {
   private everConnected = false;
   /** Date.now() at which the server last certainly heard from us (send time of an answered request). */
   private lastHeardAt = 0;
-  /** Disconnected by our own silence detection while the client library still thinks it is connected. */
-  private silent = false;
   private heartbeat: Heartbeat | undefined;
+  private readTimeout: ReadTimeout | undefined;
   private disconnectTimer: NodeJS.Timeout | undefined;
   private readonly held = new Map<string, Held>();
   private readonly waiters = new Set<() => void>();
@@ -146,16 +147,16 @@ export class ZooKeeperSession {
     this.ended = new AbortController();
     this.connected = false;
     this.everConnected = false;
-    this.silent = false;
     this.heartbeat?.stop();
     // Only while locks are held (track starts it): an idle client needs no liveness of its own.
     this.heartbeat = new Heartbeat(
       client,
       Math.max(50, Math.floor(this.options.sessionTimeoutMs / 3)),
       (sentAt) => this.heard(client, sentAt),
-      () => this.checkSilence(client),
       () => this.held.size > 0,
     );
+    this.readTimeout?.stop();
+    this.readTimeout = new ReadTimeout(client, () => Math.floor(((client.getSessionTimeout() || this.options.sessionTimeoutMs) * 2) / 3));
     client.on('state', (state: State) => this.onState(client, state));
     client.connect();
     return client;
@@ -179,8 +180,8 @@ export class ZooKeeperSession {
   private reconnected(): void {
     this.connected = true;
     this.everConnected = true;
-    this.silent = false;
     this.lastHeardAt = Date.now();
+    this.readTimeout?.start();
     clearTimeout(this.disconnectTimer);
     this.disconnectTimer = undefined;
   }
@@ -188,6 +189,7 @@ export class ZooKeeperSession {
   /** Curator's SUSPENDED: in doubt. Lost at once (lostOn 'suspended') or when the session must have expired. */
   private suspend(client: Client, reason: string): void {
     this.connected = false;
+    this.readTimeout?.stop();
     if (!this.everConnected) return;
     if (this.options.lostOn === 'suspended') this.loseAll(reason);
     if (this.disconnectTimer !== undefined) return;
@@ -209,21 +211,6 @@ export class ZooKeeperSession {
   private heard(client: Client, sentAt: number): void {
     if (this.client !== client) return;
     this.lastHeardAt = Math.max(this.lastHeardAt, sentAt);
-    if (this.silent) {
-      this.reconnected();
-      for (const wake of [...this.waiters]) wake();
-    }
-  }
-
-  private checkSilence(client: Client): void {
-    if (this.client !== client || !this.connected || this.held.size === 0) return;
-    const timeoutMs = client.getSessionTimeout() || this.options.sessionTimeoutMs;
-    if (Date.now() - this.lastHeardAt <= (timeoutMs * 2) / 3) return;
-    this.silent = true;
-    this.suspend(
-      client,
-      `no answer from ZooKeeper for 2/3 of the session timeout (${timeoutMs} ms): the connection is treated as lost (SUSPENDED)`,
-    );
   }
 
   private loseAll(reason: string): void {
@@ -236,6 +223,7 @@ export class ZooKeeperSession {
   private drop(client: Client): void {
     if (this.client === client) {
       this.heartbeat?.stop();
+      this.readTimeout?.stop();
       this.client = undefined;
       this.ended.abort(new Error('the ZooKeeper session ended'));
       this.connected = false;
@@ -251,6 +239,7 @@ export class ZooKeeperSession {
   private async closeClient(client: Client): Promise<void> {
     if (this.client === client) {
       this.heartbeat?.stop();
+      this.readTimeout?.stop();
       this.client = undefined;
       this.ended.abort(new Error('the ZooKeeper session ended'));
     }

@@ -1,3 +1,4 @@
+import { firstTrueWhileCalling } from '@deadbolt/conformance';
 import { exchange, startProxy, startZooKeeper, type ServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
 import { type Grant } from '@deadbolt/core/adapter';
@@ -332,6 +333,50 @@ describe('zookeeper silent partition (no RST, no FIN: node-zookeeper-client neve
     expect(granted?.owner).toBe('waiter');
     expect(grantedAt).toBeGreaterThanOrEqual(lostAt);
     await waiterBackend.release(granted!);
+  });
+});
+
+describe('zookeeper connection gone silent for good (a forgotten NAT entry): the read timeout', () => {
+  // 2/3 of the 4 s session timeout without a byte from the server, then a new connection (the
+  // request in flight on the silent one needs its 2 s operation timeout at most).
+  const readTimeoutMs = Math.floor((4_000 * 2) / 3);
+  const withinMs = readTimeoutMs + 2_000 + 1_500;
+
+  it('an idle client connects again and gets answers, where node-zookeeper-client kept sending into the silent socket', async () => {
+    const { backend: target, proxy } = await proxiedBackend();
+    await target.release(await grantOf(target, 'stranded-warm'));
+    proxy.strand();
+    let attempt = 0;
+    const answeredAfterMs = await firstTrueWhileCalling(
+      async () => {
+        const result = await target.tryAcquire(request(`stranded-${attempt++}`));
+        if (result.acquired) await target.release(result.grant);
+        return result.acquired;
+      },
+      100,
+      3 * withinMs,
+    );
+    expect(answeredAfterMs, 'no acquire was answered after the connection went silent').toBeDefined();
+    expect(answeredAfterMs!).toBeLessThan(withinMs);
+    // The silent connection (never closed by the link) and the new one.
+    expect(proxy.connections).toBe(2);
+  });
+
+  it('a held lock survives: the session resumes on the new connection before it can expire', async () => {
+    const { backend: holderBackend, proxy } = await proxiedBackend();
+    const held = request('stranded-held', 'holder');
+    const result = await holderBackend.tryAcquire(held);
+    if (!result.acquired) throw new Error('expected to acquire stranded-held');
+    const { grant } = result;
+    proxy.strand();
+    const answeredAfterMs = await firstTrueWhileCalling(() => holderBackend.renew(grant), 100, 3 * withinMs);
+    expect(answeredAfterMs, 'no renewal was answered after the connection went silent').toBeDefined();
+    expect(answeredAfterMs!).toBeLessThan(withinMs);
+    // Not lost, and the same node: the session, and the lock with it, went on.
+    expect(held.lost).toEqual([]);
+    expect(await exists(raw, grant.token)).toBe(true);
+    expect(proxy.connections).toBe(2);
+    await holderBackend.release(grant);
   });
 });
 
