@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { BackendUnavailableError, DeadboltError, guardCall, withDeadline } from '@deadbolt/core/adapter';
 import pg from 'pg';
+import { CheckedOutConnection } from './checked-out.js';
 import { clientConfig, Gate, isAlreadyExists } from './connect.js';
 import { quoteLiteral } from './kinds-sql.js';
 import type { ResolvedPostgresOptions } from './options.js';
@@ -61,28 +62,34 @@ export class StatementPool {
     if (probe !== undefined) this.probes.push(probe);
   }
 
-  /** One statement (or a few on one pooled connection) under the gate and the call guard. */
+  /**
+   * One statement (or a few on one pooled connection) under the gate and the call guard; a
+   * connection that gives no answer by the deadline is dropped (checked-out.ts).
+   */
   run<T>(
     action: string,
     key: string | undefined,
-    operation: (pool: pg.Pool) => Promise<T>,
+    operation: (client: pg.PoolClient) => Promise<T>,
     undo?: () => Promise<unknown>,
     undoWithinMs?: number,
   ): Promise<T> {
     if (this.closing) return Promise.reject(this.closedError(action, key));
-    const guarded = (): Promise<T> =>
-      guardCall(() => this.ensureSchema().then(() => operation(this.pool)), {
+    const guarded = (): Promise<T> => {
+      const connection = new CheckedOutConnection();
+      return guardCall(() => this.ensureSchema().then(() => connection.run(this.pool, operation)), {
         action,
         key,
         backend: this.name,
         endpoint: this.options.endpoint,
         timeoutMs: this.deadlineMs,
+        onDeadline: () => connection.drop(),
         undo: undo && (() => undo()),
         // Retried until the server answers (a pool: the undo may reach it before the attempt, and
         // "nothing found" is confirmed once more), within the attempt's ttl, until close().
         undoWithinMs,
         closed: this.closed.signal,
       });
+    };
     return this.gate.run(guarded).catch((error: unknown) => {
       // The gate's own queue deadline, untyped: the guard types everything else.
       throw error instanceof DeadboltError ? error : new BackendUnavailableError(action, { key, backend: this.name, cause: error });
@@ -98,7 +105,7 @@ export class StatementPool {
     undo?: () => Promise<unknown>,
     undoWithinMs?: number,
   ) {
-    return this.run(action, key, (pool) => this.send<R>(pool, text, params), undo, undoWithinMs);
+    return this.run(action, key, (client) => this.send<R>(client, text, params), undo, undoWithinMs);
   }
 
   /** One statement of fixed text on `target`, as a named statement while the server takes them. */

@@ -1,4 +1,5 @@
-import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { firstTrueWhileCalling } from '@deadbolt/conformance';
+import { startPostgres, startProxy, type PostgresServerHandle } from '@deadbolt/conformance/servers';
 import { type AcquireRequest } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,6 +59,36 @@ describe('postgres:lease', () => {
       await inUse.query('ROLLBACK').catch(() => undefined);
       await inUse.end();
       await upgraded.close();
+    }
+  });
+
+  it('a pooled connection gone silent is dropped at the statement deadline: its pool slot comes back, and its end is no uncaught error', async () => {
+    const link = await startProxy(server.host, server.port);
+    // Two pooled connections, both open (two acquires at once), then silent for good.
+    const silent = createPostgresBackend(`${link.rewrite(server.url)}?mode=lease&pool=2&statementTimeoutMs=500`) as PostgresBackend;
+    try {
+      const opened = await Promise.all(['silent-a', 'silent-b'].map((key) => silent.tryAcquire(request(key))));
+      for (const attempt of opened) if (attempt.acquired) await silent.release(attempt.grant);
+      link.strand();
+      let attempts = 0;
+      const answeredAfterMs = await firstTrueWhileCalling(
+        async () => {
+          const attempt = await silent.tryAcquire(request(`silent-${attempts++}`));
+          if (attempt.acquired) await silent.release(attempt.grant);
+          return attempt.acquired;
+        },
+        100,
+        20_000,
+      );
+      // Each silent connection held its statement, and its pool slot, until the kernel gave up
+      // (hours): with both slots stuck no statement ran again. Now one deadline (500 ms + 1 s).
+      expect(answeredAfterMs, 'no acquire was answered after the pooled connections went silent').toBeDefined();
+      expect(answeredAfterMs!).toBeLessThan(1_500 + 2_000);
+    } finally {
+      await silent.close();
+      // Closing the link ends the silent sockets: a connection still checked out would emit an
+      // 'error' nobody hears (vitest fails the run on an uncaught exception).
+      await link.close();
     }
   });
 

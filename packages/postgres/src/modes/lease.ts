@@ -206,14 +206,9 @@ export class LeaseMode implements PostgresLockMode {
     const result = await this.context.statements.run(
       'acquire',
       request.key,
-      async (pool) => {
-        const client = await pool.connect();
-        try {
-          sentAt = Date.now();
-          return await this.context.statements.send<AttemptRow>(client, text, params);
-        } finally {
-          client.release();
-        }
+      (client) => {
+        sentAt = Date.now();
+        return this.context.statements.send<AttemptRow>(client, text, params);
       },
       // Given up on: leave, which removes a queue entry and passes on a grant this attempt got, so
       // no lease or entry is left for its whole lifetime (issue 14). By its random token: always safe.
