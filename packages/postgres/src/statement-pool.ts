@@ -76,7 +76,7 @@ export class StatementPool {
     if (this.closing) return Promise.reject(this.closedError(action, key));
     const guarded = (): Promise<T> => {
       const connection = new CheckedOutConnection();
-      return guardCall(() => this.ensureSchema().then(() => connection.run(this.pool, operation)), {
+      return guardCall(() => connection.run(this.pool, (client) => this.ensureSchema(client).then(() => operation(client))), {
         action,
         key,
         backend: this.name,
@@ -144,18 +144,19 @@ export class StatementPool {
    * call of a backend pays for this inside its own deadline and lease (core counts the lease from
    * the call), so it is one round trip when the schema exists (a probe) and one more when it does
    * not (every statement in one DO block, serialised by a transaction lock), not one per statement.
+   * It runs on the first call's own connection, so a silent one is dropped at that call's deadline.
    */
-  private ensureSchema(): Promise<void> {
+  private ensureSchema(client: pg.PoolClient): Promise<void> {
     this.schema ??= (async () => {
       if (this.probes.length > 0) {
         const probe = this.probes.map((name) => `to_regprocedure(${quoteLiteral(name)}) IS NOT NULL`).join(' AND ');
-        const result = await this.pool.query<{ ready: boolean }>(`SELECT ${probe} AS ready`);
+        const result = await client.query<{ ready: boolean }>(`SELECT ${probe} AS ready`);
         if (result.rows[0]?.ready === true) return;
         const statements = this.schemas.flat();
         const body = statements.map((statement) => `  EXECUTE ${quoteLiteral(statement)};`).join('\n');
         const lockKey = quoteLiteral(`deadbolt schema ${this.probes.join(' ')}`);
         try {
-          await this.pool.query(
+          await client.query(
             `DO $schema$ BEGIN\n  PERFORM pg_advisory_xact_lock(1684366436, hashtext(${lockKey}));\n${body}\nEND $schema$`,
           );
         } catch (error) {
@@ -165,7 +166,7 @@ export class StatementPool {
       }
       for (const statement of this.schemas.flat()) {
         try {
-          await this.pool.query(statement);
+          await client.query(statement);
         } catch (error) {
           if (!isAlreadyExists(error)) throw error; // two backends racing on IF NOT EXISTS
         }

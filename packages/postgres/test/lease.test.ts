@@ -92,6 +92,35 @@ describe('postgres:lease', () => {
     }
   });
 
+  it('the first statement (the schema probe) on a pooled connection gone silent is dropped at its deadline as well', async () => {
+    const link = await startProxy(server.host, server.port);
+    // The application's pool with one idle connection, silent before Deadbolt's first statement.
+    const pool = new pg.Pool({ connectionString: link.rewrite(server.url), max: 1 });
+    pool.on('error', () => undefined);
+    (await pool.connect()).release();
+    link.strand();
+    const silent = createPostgresBackend({ mode: 'lease', pool, table: 'silent_first', statementTimeoutMs: 500 }) as PostgresBackend;
+    try {
+      let attempts = 0;
+      const answeredAfterMs = await firstTrueWhileCalling(
+        async () => {
+          const attempt = await silent.tryAcquire(request(`silent-first-${attempts++}`));
+          if (attempt.acquired) await silent.release(attempt.grant);
+          return attempt.acquired;
+        },
+        100,
+        20_000,
+      );
+      // The probe ran on pool.query, outside the dropped connection: its slot, the pool's only one, stayed stuck.
+      expect(answeredAfterMs, 'no acquire was answered after the connection went silent').toBeDefined();
+      expect(answeredAfterMs!).toBeLessThan(1_500 + 2_000);
+    } finally {
+      await silent.close();
+      await Promise.race([pool.end(), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      await link.close();
+    }
+  });
+
   it('a LISTEN session that ends while waiters wait is opened again by their heartbeat tick, not only by the next acquire', async () => {
     const [holder, waiter] = [backend(), backend()];
     const listening = async (): Promise<number[]> =>
