@@ -35,4 +35,4 @@ export {
   failedFirstAcquire,
   type RefusedConnectionExpectation,
 } from './suite/connection-errors.js';
-export { firstTrueWhileCalling } from './suite/keep-calling.js';
+export { firstTrueWhileCalling, takesFreshKey } from './suite/keep-calling.js';

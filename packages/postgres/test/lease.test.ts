@@ -1,4 +1,4 @@
-import { firstTrueWhileCalling } from '@deadbolt/conformance';
+import { firstTrueWhileCalling, takesFreshKey } from '@deadbolt/conformance';
 import { startPostgres, startProxy, type PostgresServerHandle } from '@deadbolt/conformance/servers';
 import { type AcquireRequest } from '@deadbolt/core/adapter';
 import pg from 'pg';
@@ -70,13 +70,8 @@ describe('postgres:lease', () => {
       const opened = await Promise.all(['silent-a', 'silent-b'].map((key) => silent.tryAcquire(request(key))));
       for (const attempt of opened) if (attempt.acquired) await silent.release(attempt.grant);
       link.strand();
-      let attempts = 0;
       const answeredAfterMs = await firstTrueWhileCalling(
-        async () => {
-          const attempt = await silent.tryAcquire(request(`silent-${attempts++}`));
-          if (attempt.acquired) await silent.release(attempt.grant);
-          return attempt.acquired;
-        },
+        takesFreshKey(silent, (n) => request(`silent-${n}`)),
         100,
         20_000,
       );
@@ -101,13 +96,8 @@ describe('postgres:lease', () => {
     link.strand();
     const silent = createPostgresBackend({ mode: 'lease', pool, table: 'silent_first', statementTimeoutMs: 500 }) as PostgresBackend;
     try {
-      let attempts = 0;
       const answeredAfterMs = await firstTrueWhileCalling(
-        async () => {
-          const attempt = await silent.tryAcquire(request(`silent-first-${attempts++}`));
-          if (attempt.acquired) await silent.release(attempt.grant);
-          return attempt.acquired;
-        },
+        takesFreshKey(silent, (n) => request(`silent-first-${n}`)),
         100,
         20_000,
       );

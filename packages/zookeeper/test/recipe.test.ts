@@ -1,4 +1,4 @@
-import { firstTrueWhileCalling } from '@deadbolt/conformance';
+import { firstTrueWhileCalling, takesFreshKey } from '@deadbolt/conformance';
 import { exchange, startProxy, startZooKeeper, type ServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 import { BackendUnavailableError, createLockClient } from '@deadbolt/core';
 import { type Grant } from '@deadbolt/core/adapter';
@@ -346,13 +346,8 @@ describe('zookeeper connection gone silent for good (a forgotten NAT entry): the
     const { backend: target, proxy } = await proxiedBackend();
     await target.release(await grantOf(target, 'stranded-warm'));
     proxy.strand();
-    let attempt = 0;
     const answeredAfterMs = await firstTrueWhileCalling(
-      async () => {
-        const result = await target.tryAcquire(request(`stranded-${attempt++}`));
-        if (result.acquired) await target.release(result.grant);
-        return result.acquired;
-      },
+      takesFreshKey(target, (n) => request(`stranded-${n}`)),
       100,
       3 * withinMs,
     );

@@ -1,4 +1,5 @@
 import { BackendUnavailableError } from '@deadbolt/core';
+import type { AcquireRequest, LockBackend } from '@deadbolt/core/adapter';
 
 /**
  * Starts `call` every `everyMs` (without waiting for the previous one: traffic that keeps coming,
@@ -26,4 +27,21 @@ export async function firstTrueWhileCalling(call: () => Promise<boolean>, everyM
   }
   await Promise.all(calls);
   return answeredAt === undefined ? undefined : answeredAt - startedAt;
+}
+
+/**
+ * A call for firstTrueWhileCalling: each one tries a key never tried before (`request(n)`, n = 0, 1,
+ * ...), gives it back when it got it, and answers whether it got it. New keys, so a grant the
+ * server applied but never answered (a silent link) cannot make a later try busy.
+ */
+export function takesFreshKey(
+  backend: Pick<LockBackend, 'tryAcquire' | 'release'>,
+  request: (n: number) => AcquireRequest,
+): () => Promise<boolean> {
+  let tries = 0;
+  return async () => {
+    const attempt = await backend.tryAcquire(request(tries++));
+    if (attempt.acquired) await backend.release(attempt.grant);
+    return attempt.acquired;
+  };
 }
