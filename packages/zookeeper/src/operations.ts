@@ -1,6 +1,7 @@
 import zookeeper from 'node-zookeeper-client';
 import { DeadlineWheel } from '@deadbolt/core/adapter';
 import type { Client, Event, Stat } from 'node-zookeeper-client';
+import { directConnection, directCreate, directDelete, directGetChildren, directWatchData } from './direct-requests.js';
 import { batchWrites } from './write-batching.js';
 
 /**
@@ -96,10 +97,13 @@ export function create(
   deadline: number,
   late?: (path: string) => void,
 ): Promise<string> {
+  const direct = directConnection(client);
   return request<string>(
     'create',
     deadline,
-    (done) => client.create(path, data, mode, (error, created) => done(error, created)),
+    direct !== undefined
+      ? (done) => directCreate(direct, path, data, mode, (error, created) => done(error, created?.path))
+      : (done) => client.create(path, data, mode, (error, created) => done(error, created)),
     late,
     client,
   );
@@ -126,14 +130,17 @@ export function createReturningZxid(
   deadline: number,
   late?: (created: { readonly path: string }) => void,
 ): Promise<{ readonly path: string; readonly czxid: Buffer | undefined }> {
+  const direct = directConnection(client);
   return request<{ readonly path: string; readonly czxid: Buffer | undefined }>(
     'create',
     deadline,
-    (done) =>
-      client.create(path, data, mode, (error, created) => {
-        const zxid = (client as unknown as WithLastZxid).connectionManager?.zxid;
-        done(error, { path: created, czxid: Buffer.isBuffer(zxid) && zxid.length === 8 ? Buffer.from(zxid) : undefined });
-      }),
+    direct !== undefined
+      ? (done) => directCreate(direct, path, data, mode, done)
+      : (done) =>
+          client.create(path, data, mode, (error, created) => {
+            const zxid = (client as unknown as WithLastZxid).connectionManager?.zxid;
+            done(error, { path: created, czxid: Buffer.isBuffer(zxid) && zxid.length === 8 ? Buffer.from(zxid) : undefined });
+          }),
     late,
     client,
   );
@@ -158,14 +165,24 @@ export async function mkdirp(client: Client, path: string, deadline: number): Pr
 }
 
 export function remove(client: Client, path: string, deadline: number): Promise<void> {
-  return request<void>('delete', deadline, (done) => client.remove(path, -1, (error) => done(error)), undefined, client);
+  const direct = directConnection(client);
+  return request<void>(
+    'delete',
+    deadline,
+    direct !== undefined ? (done) => directDelete(direct, path, -1, done) : (done) => client.remove(path, -1, (error) => done(error)),
+    undefined,
+    client,
+  );
 }
 
 export function getChildren(client: Client, path: string, deadline: number): Promise<string[]> {
+  const direct = directConnection(client);
   return request<string[]>(
     'getChildren',
     deadline,
-    (done) => client.getChildren(path, (error, children) => done(error, children)),
+    direct !== undefined
+      ? (done) => directGetChildren(direct, path, done)
+      : (done) => client.getChildren(path, (error, children) => done(error, children)),
     undefined,
     client,
   );
@@ -187,7 +204,16 @@ export function stat(client: Client, path: string, deadline: number): Promise<St
  * behind on a missing node, getData fails with NO_NODE and sets none).
  */
 export function watchData(client: Client, path: string, watcher: (event: Event) => void, deadline: number): Promise<void> {
-  return request<void>('getData', deadline, (done) => client.getData(path, watcher, (error) => done(error)), undefined, client);
+  const direct = directConnection(client);
+  return request<void>(
+    'getData',
+    deadline,
+    direct !== undefined
+      ? (done) => directWatchData(direct, path, watcher, done)
+      : (done) => client.getData(path, watcher, (error) => done(error)),
+    undefined,
+    client,
+  );
 }
 
 /** getData without a watch: the data and Stat, or undefined when there is no node. */

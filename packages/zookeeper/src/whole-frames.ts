@@ -1,7 +1,8 @@
 import type { Client } from 'node-zookeeper-client';
+import { type LibraryConnection, readsDirectReplies, takeDirectReply } from './direct-requests.js';
 
 /** node-zookeeper-client's private connection state: its reply reader and the part of a frame read so far. */
-interface FrameReader {
+interface FrameReader extends Partial<LibraryConnection> {
   pendingBuffer: Buffer | null;
   readonly socket?: { readonly destroyed: boolean };
   onSocketData(this: FrameReader, chunk: Buffer): void;
@@ -24,13 +25,19 @@ interface WithFrameReader {
  * only a partial last frame is kept for the next chunk, where the library kept it too (so
  * stale-frames.ts still drops it when the socket closes). If the library's reader destroys the
  * socket (a reply it cannot match), the rest of the chunk is dropped, as the library's own early
- * return did (a frame is never read on another socket than the one it came from). The library binds `onSocketData` at each connect, so an own property set before
- * connect() is the one used.
+ * return did (a frame is never read on another socket than the one it came from). A reply to one
+ * of direct-requests.ts's requests is read there and never reaches the library's reader. The
+ * library binds `onSocketData` at each connect, so an own property set before connect() is the one used.
  */
 export function readWholeFrames(client: Client): void {
   const reader = (client as unknown as WithFrameReader).connectionManager;
   if (reader === undefined || typeof reader.onSocketData !== 'function') return;
-  const readOne = reader.onSocketData;
+  const readLibrarys = reader.onSocketData;
+  const readOne = readsDirectReplies(reader)
+    ? function (this: FrameReader, frame: Buffer): void {
+        if (!takeDirectReply(this as LibraryConnection, frame)) readLibrarys.call(this, frame);
+      }
+    : readLibrarys;
   reader.onSocketData = function (this: FrameReader, chunk: Buffer): void {
     const pending = this.pendingBuffer;
     // The common case with one request in flight: the chunk is exactly one frame, handed on as it is.
@@ -46,7 +53,7 @@ export function readWholeFrames(client: Client): void {
       const end = offset + 4 + buffer.readInt32BE(offset);
       // A negative length is the library's to handle (it cannot be a frame of ours to cut).
       if (end < offset + 4) {
-        readOne.call(this, buffer.subarray(offset));
+        readLibrarys.call(this, buffer.subarray(offset));
         return;
       }
       if (end > buffer.length) break;
