@@ -6,6 +6,7 @@ import { ReadTimeout } from './read-timeout.js';
 import { boundOnWheel } from './operations.js';
 import { dropStaleFramesOnReconnect } from './stale-frames.js';
 import { readWholeFrames } from './whole-frames.js';
+import { wrapXids } from './xid-wrap.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 
 /** A held lock that must hear about the end of its session. */
@@ -144,6 +145,7 @@ export class ZooKeeperSession {
     boundOnWheel(client, this.deadlines);
     dropStaleFramesOnReconnect(client);
     readWholeFrames(client);
+    wrapXids(client);
     this.ended = new AbortController();
     this.connected = false;
     this.everConnected = false;
