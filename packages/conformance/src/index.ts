@@ -26,6 +26,7 @@ export * from './suite/fair.js';
 export * from './suite/lease-edges.js';
 export * from './suite/key-edges.js';
 export * from './suite/server-faults.js';
+export * from './suite/silent-link.js';
 export * from './suite/crowd.js';
 export * from './suite/lifecycle.js';
 export { ambiguousUrls, describeAmbiguousUrls, type AmbiguousUrlOptions } from './suite/ambiguous-urls.js';

@@ -9,6 +9,10 @@ describeLockConformance<ServerHandle>({
   capabilities: memcachedCapabilities,
   servers: () => startMemcached(),
   create: (server, { prefix }) => createLockClient({ url: server!.url, prefix }),
+  proxied: {
+    target: (server) => ({ host: server!.host, port: server!.port }),
+    create: (server, proxy, { prefix }) => createLockClient({ url: proxy.rewrite(server!.url), prefix }),
+  },
   // Each chaos operation is a few round trips; crashes expire in whole seconds.
   chaosOperations: 100,
   commandCount: (server) => memcachedCommandCount(server!.host, server!.port),

@@ -1,5 +1,5 @@
 import { describeLockConformance } from '@deadbolt/conformance';
-import { postgresStatementCount, startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { postgresStatementCount, startPostgres, type PostgresServerHandle, type TcpProxy } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import type { LockBackend } from '@deadbolt/core/adapter';
 import pg from 'pg';
@@ -48,6 +48,13 @@ const credentials = (server: PostgresServerHandle | undefined, { prefix }: { pre
   client: createLockClient({ url: `${server!.url}?mode=${mode}&statementTimeoutMs=2000`, prefix }),
 });
 
+/** Clients through a TCP proxy, for the silent-link case. */
+const proxied = (mode: string) => ({
+  target: (server: PostgresServerHandle | undefined) => ({ host: server!.host, port: server!.port }),
+  create: (server: PostgresServerHandle | undefined, proxy: TcpProxy, { prefix }: { prefix: string }) =>
+    createLockClient({ url: `${proxy.rewrite(server!.url)}?mode=${mode}&statementTimeoutMs=2000`, prefix }),
+});
+
 describeLockConformance<PostgresServerHandle>({
   name: 'postgres:advisory',
   capabilities: advisoryCapabilities,
@@ -70,6 +77,7 @@ describeLockConformance<PostgresServerHandle>({
   // Recorded inside the semaphore's gate (advisory-permits.ts).
   permitsRecorded: true,
   credentials: (server, config) => credentials(server, config, 'advisory'),
+  proxied: proxied('advisory'),
   commandCount: (server) => statementCount(server!),
 });
 
@@ -111,5 +119,6 @@ describeLockConformance<PostgresServerHandle>({
   permitsRecorded: true,
   faults,
   credentials: (server, config) => credentials(server, config, 'lease'),
+  proxied: proxied('lease'),
   commandCount: (server) => statementCount(server!),
 });

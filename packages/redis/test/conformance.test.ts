@@ -6,6 +6,7 @@ import {
   startRedisSentinel,
   type RedisSentinelSet,
   type ServerHandle,
+  type TcpProxy,
 } from '@deadbolt/conformance/servers';
 import { createLockClient } from '@deadbolt/core';
 import { describe, it } from 'vitest';
@@ -42,6 +43,11 @@ const singleServerHooks = (mode: string) => ({
     secret,
     client: createLockClient({ url: `redis://default:${secret}@${server!.host}:${server!.port}?mode=${mode}`, prefix }),
   }),
+  proxied: {
+    target: (server: ServerHandle | undefined) => ({ host: server!.host, port: server!.port }),
+    create: (server: ServerHandle | undefined, proxy: TcpProxy, { prefix }: { prefix: string }) =>
+      createLockClient({ url: `${proxy.rewrite(server!.url)}?mode=${mode}`, prefix }),
+  },
 });
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';

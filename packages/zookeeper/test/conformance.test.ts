@@ -24,12 +24,13 @@ async function ensembleHandle(): Promise<ServerHandle> {
 // The shared conformance suite against a standalone server and a 3-node ensemble.
 const basePath = '/deadbolt/conformance';
 const backends = new WeakMap<LockClient, ZooKeeperBackend>();
-const create = (server: ServerHandle | undefined, { prefix }: { prefix: string }) => {
-  const backend = createZooKeeperBackend(`${server!.url}${basePath}?sessionTimeoutMs=6000&connectTimeoutMs=3000&operationTimeoutMs=3000`);
+const clientOn = (url: string, prefix: string): LockClient => {
+  const backend = createZooKeeperBackend(`${url}${basePath}?sessionTimeoutMs=6000&connectTimeoutMs=3000&operationTimeoutMs=3000`);
   const client = createLockClient({ backend, prefix });
   backends.set(client, backend);
   return client;
 };
+const create = (server: ServerHandle | undefined, { prefix }: { prefix: string }) => clientOn(server!.url, prefix);
 /** A crash as the server sees it: the session ends with no release, its ephemeral nodes go. */
 const kill = async (client: LockClient): Promise<void> => {
   await backends.get(client)?.close();
@@ -76,5 +77,11 @@ describeLockConformance({
   // one call and leaves no lock behind once it wakes. Not on the ensemble (all members frozen is the
   // same case for the client, and ~10 s of CI time).
   faults: { pause: (server) => server.pause(), resume: (server) => server.resume() },
+  // Through a TCP proxy whose connections go silent: the session resumes on a new connection after
+  // the read timeout (2/3 of the 6 s session). Not on the ensemble: the same client code.
+  proxied: {
+    target: (server) => ({ host: server!.host, port: server!.port }),
+    create: (server, proxy, { prefix }) => clientOn(proxy.rewrite(server!.url), prefix),
+  },
 });
 describeLockConformance({ name: 'zookeeper (3-node ensemble)', servers: ensembleHandle, ...common });

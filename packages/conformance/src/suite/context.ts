@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Capabilities, LockClient } from '@deadbolt/core';
+import type { TcpProxy } from '../servers/tcp-proxy.js';
 import { within } from './util.js';
 import { untracked } from './handles.js';
 
@@ -81,6 +82,16 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
    * credential scan checks it is never printed. Absent (no credentials on this backend): skipped.
    */
   credentials?: (server: S | undefined, config: { prefix: string }) => { secret: string; client: LockClient };
+  /**
+   * Clients that reach the server through a TCP proxy: `target` says where the server listens (the
+   * proxy forwards there), `create` makes a new client that connects to `proxy` instead (e.g. with
+   * `proxy.rewrite(url)`). The silent-link case strands the proxy's connections. Absent: that case
+   * is skipped, naming this option.
+   */
+  proxied?: {
+    readonly target: (server: S | undefined) => { readonly host: string; readonly port: number };
+    readonly create: (server: S | undefined, proxy: TcpProxy, config: { prefix: string }) => LockClient;
+  };
 }
 
 /** The fair (FIFO) group's view of the adapter's queue. */
@@ -155,6 +166,10 @@ export interface CaseContext {
   commandCount(): Promise<number>;
   /** A client configured with a credential, and the credential (options.credentials); throws when missing. */
   credentialed(): { secret: string; client: LockClient };
+  /** Where the server listens, for a proxy in front of it (options.proxied); throws when missing. */
+  proxyTarget(): { readonly host: string; readonly port: number };
+  /** A new client that connects through `proxy` (options.proxied), on the case prefix. Closed by the runner. */
+  proxiedClient(proxy: TcpProxy): LockClient;
 }
 
 /** A case: a plain async function, plus when it applies. */
@@ -217,6 +232,16 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
       const made = resolved.credentials(server, { prefix });
       clients.push(made.client);
       return made;
+    },
+    proxyTarget() {
+      if (!resolved.proxied) throw new Error(`options.proxied missing for ${resolved.name}`);
+      return resolved.proxied.target(server);
+    },
+    proxiedClient(proxy) {
+      if (!resolved.proxied) throw new Error(`options.proxied missing for ${resolved.name}`);
+      const client = resolved.proxied.create(server, proxy, { prefix });
+      clients.push(client);
+      return client;
     },
   };
   let failure: { error: unknown } | undefined;

@@ -17,13 +17,14 @@ import { keyEdgeCases } from './key-edges.js';
 import { leaseEdgeCases } from './lease-edges.js';
 import { lifecycleCases } from './lifecycle.js';
 import { serverFaultCases } from './server-faults.js';
+import { silentLinkCases } from './silent-link.js';
 
 export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
   safety: safetyCases,
   leases: [...leaseCases, ...leaseEdgeCases],
   waiting: [...waitingCases, ...crowdCases],
   reentrancy: reentrancyCases,
-  faults: [...faultCases, ...serverFaultCases],
+  faults: [...faultCases, ...serverFaultCases, ...silentLinkCases],
   input: [...inputCases, ...keyEdgeCases],
   hygiene: [...hygieneCases, ...lifecycleCases],
   multi: multiCases,
