@@ -2,14 +2,32 @@ import pg from 'pg';
 import { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
 import type { ResolvedPostgresOptions } from './options.js';
 
-/** Connection settings shared by the pool and dedicated sessions: bounded connect and statements. */
+/**
+ * The server's own dead-peer check on our sessions, in seconds (`tcp_keepalives_*`, settable by any
+ * user, sent in the startup packet): an advisory lock lives on its session, and when the link of a
+ * session that holds one goes silent (a NAT or firewall that forgot it), the server keeps the lock
+ * until its TCP keepalive finds the peer gone, over two hours at the OS defaults. With these it
+ * probes after 10 s of silence, every 5 s, and ends the session (and its locks) after 3 unanswered
+ * probes: about 25 s. A live idle session costs one small packet each way per 10 s.
+ */
+const serverKeepalive = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3';
+
+/**
+ * Connection settings shared by the pool and dedicated sessions: bounded connect and statements, and
+ * the server's keepalive. A connection string's own `options` (or PGOPTIONS) is kept, ahead of ours:
+ * pg would let the URL's replace ours whole, so it is taken out of the URL and joined here.
+ */
 export function clientConfig(options: ResolvedPostgresOptions, statementTimeoutMs: number = options.statementTimeoutMs): pg.ClientConfig {
+  const url = new URL(options.connectionString);
+  const theirs = url.searchParams.get('options') ?? process.env['PGOPTIONS'];
+  url.searchParams.delete('options');
   return {
-    connectionString: options.connectionString,
+    connectionString: url.href,
     connectionTimeoutMillis: options.connectTimeoutMs,
     statement_timeout: statementTimeoutMs,
     application_name: 'deadbolt',
     keepAlive: true,
+    options: theirs === undefined || theirs === '' ? serverKeepalive : `${theirs} ${serverKeepalive}`,
   };
 }
 
