@@ -22,6 +22,7 @@ export interface LibraryConnection {
   /** The last zxid seen: the library sends it when it reconnects, so the server never goes back in time. */
   zxid: Buffer;
   readonly pendingQueue: ReadonlyArray<{ readonly request: unknown }> & { shift(): unknown };
+  readonly socket?: { destroy(): void };
   queue(request: DirectRequest, callback: (error: unknown) => void): void;
   registerDataWatcher(path: string, watcher: (event: Event) => void): void;
 }
@@ -79,6 +80,8 @@ export class DirectRequest {
     private readonly frame: Buffer,
     /** The reply's body (err 0) read from `reply` at `offset`, or the server's error code. */
     readonly answer: (error: number, reply: Buffer, offset: number, zxid: Buffer) => void,
+    /** The request failed without a readable reply. */
+    readonly fail: (error: Error) => void,
   ) {
     this.header = { xid: 0, type: frame.readInt32BE(8) };
   }
@@ -122,16 +125,30 @@ export function takeDirectReply(connection: LibraryConnection, frame: Buffer): b
   const zxid = Buffer.allocUnsafe(8);
   frame.copy(zxid, 0, 8, 16);
   connection.zxid = zxid;
-  head.answer(frame.readInt32BE(16), frame, replyHeaderBytes, zxid);
+  try {
+    head.answer(frame.readInt32BE(16), frame, replyHeaderBytes, zxid);
+  } catch (error) {
+    // A reply that does not parse (a corrupt stream): this request fails and the connection is
+    // replaced, as the library does with a reply it cannot match, instead of an exception thrown
+    // from the socket's data handler, which would end the application's process.
+    head.fail(new Error(`unreadable ZooKeeper reply: ${error instanceof Error ? error.message : String(error)}`));
+    connection.socket?.destroy();
+  }
   return true;
 }
 
 type Done<T> = (error: unknown, value?: T) => void;
 
-function send(connection: LibraryConnection, request: DirectRequest, done: Done<never>): void {
+/** Queues a request whose reply `answer` reads; `done` hears any failure. */
+function send(
+  connection: LibraryConnection,
+  frame: Buffer,
+  answer: (error: number, reply: Buffer, offset: number, zxid: Buffer) => void,
+  done: Done<never>,
+): void {
   // The library calls back only with an error (closed, expired, or CONNECTION_LOSS for what was in
   // flight when the socket closed); replies come through takeDirectReply.
-  connection.queue(request, (error) => done(error ?? failure(zookeeper.Exception.SYSTEM_ERROR)));
+  connection.queue(new DirectRequest(frame, answer, done), (error) => done(error ?? failure(zookeeper.Exception.SYSTEM_ERROR)));
 }
 
 const createException = (zookeeper.Exception as unknown as { create(code: number): Error }).create;
@@ -167,9 +184,8 @@ export function directCreate(
   frame.writeInt32BE(mode, offset);
   send(
     connection,
-    new DirectRequest(frame, (error, reply, at, zxid) =>
-      error === 0 ? done(null, { path: readString(reply, at), czxid: zxid }) : done(failure(error)),
-    ),
+    frame,
+    (error, reply, at, zxid) => (error === 0 ? done(null, { path: readString(reply, at), czxid: zxid }) : done(failure(error))),
     done,
   );
 }
@@ -178,14 +194,15 @@ export function directDelete(connection: LibraryConnection, path: string, versio
   const pathBytes = Buffer.byteLength(path);
   const frame = newFrame(opCodes.delete, 4 + pathBytes + 4);
   frame.writeInt32BE(version, putString(frame, 12, path, pathBytes));
-  send(connection, new DirectRequest(frame, (error) => (error === 0 ? done(null) : done(failure(error)))), done);
+  send(connection, frame, (error) => (error === 0 ? done(null) : done(failure(error))), done);
 }
 
 /** getChildren without a watch (the plain request: the listing only, no Stat to build on the server). */
 export function directGetChildren(connection: LibraryConnection, path: string, done: Done<string[]>): void {
   send(
     connection,
-    new DirectRequest(pathAndWatch(opCodes.getChildren, path, false), (error, reply, at) => {
+    pathAndWatch(opCodes.getChildren, path, false),
+    (error, reply, at) => {
       if (error !== 0) {
         done(failure(error));
         return;
@@ -199,7 +216,7 @@ export function directGetChildren(connection: LibraryConnection, path: string, d
         offset += 4 + bytes;
       }
       done(null, children);
-    }),
+    },
     done,
   );
 }
@@ -208,14 +225,15 @@ export function directGetChildren(connection: LibraryConnection, path: string, d
 export function directWatchData(connection: LibraryConnection, path: string, watcher: (event: Event) => void, done: Done<void>): void {
   send(
     connection,
-    new DirectRequest(pathAndWatch(opCodes.getData, path, true), (error) => {
+    pathAndWatch(opCodes.getData, path, true),
+    (error) => {
       if (error !== 0) {
         done(failure(error));
         return;
       }
       connection.registerDataWatcher(path, watcher);
       done(null);
-    }),
+    },
     done,
   );
 }

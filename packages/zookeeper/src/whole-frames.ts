@@ -4,7 +4,7 @@ import { type LibraryConnection, readsDirectReplies, takeDirectReply } from './d
 /** node-zookeeper-client's private connection state: its reply reader and the part of a frame read so far. */
 interface FrameReader extends Partial<LibraryConnection> {
   pendingBuffer: Buffer | null;
-  readonly socket?: { readonly destroyed: boolean };
+  readonly socket?: { readonly destroyed: boolean; destroy(): void };
   onSocketData(this: FrameReader, chunk: Buffer): void;
 }
 
@@ -32,12 +32,12 @@ interface WithFrameReader {
 export function readWholeFrames(client: Client): void {
   const reader = (client as unknown as WithFrameReader).connectionManager;
   if (reader === undefined || typeof reader.onSocketData !== 'function') return;
-  const readLibrarys = reader.onSocketData;
+  const readByLibrary = reader.onSocketData;
   const readOne = readsDirectReplies(reader)
     ? function (this: FrameReader, frame: Buffer): void {
-        if (!takeDirectReply(this as LibraryConnection, frame)) readLibrarys.call(this, frame);
+        if (!takeDirectReply(this as LibraryConnection, frame)) readByLibrary.call(this, frame);
       }
-    : readLibrarys;
+    : readByLibrary;
   reader.onSocketData = function (this: FrameReader, chunk: Buffer): void {
     const pending = this.pendingBuffer;
     // The common case with one request in flight: the chunk is exactly one frame, handed on as it is.
@@ -53,7 +53,7 @@ export function readWholeFrames(client: Client): void {
       const end = offset + 4 + buffer.readInt32BE(offset);
       // A negative length is the library's to handle (it cannot be a frame of ours to cut).
       if (end < offset + 4) {
-        readLibrarys.call(this, buffer.subarray(offset));
+        readByLibrary.call(this, buffer.subarray(offset));
         return;
       }
       if (end > buffer.length) break;

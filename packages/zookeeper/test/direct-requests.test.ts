@@ -1,7 +1,13 @@
 import { startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
 import zookeeper, { type Client, type Event } from 'node-zookeeper-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directConnection } from '../src/direct-requests.js';
+import {
+  type DirectRequest,
+  directConnection,
+  directGetChildren,
+  type LibraryConnection,
+  takeDirectReply,
+} from '../src/direct-requests.js';
 import {
   CreateMode,
   createReturningZxid,
@@ -136,5 +142,36 @@ describe('direct requests (create, delete, getChildren, getData with a watch)', 
     await reconnected;
     await remove(other, node, soon());
     expect((await event).getName()).toBe('NODE_DELETED');
+  });
+});
+
+describe('takeDirectReply, on a stand-in connection', () => {
+  it('a reply that does not parse fails its request and replaces the connection, instead of throwing from the socket reader', () => {
+    const pendingQueue: { request: unknown; callback: (error: unknown) => void }[] = [];
+    let destroyed = 0;
+    const connection = {
+      state: 2, // CONNECTED
+      zxid: Buffer.alloc(8),
+      pendingQueue,
+      socket: { destroy: () => void (destroyed += 1) },
+      queue(request: DirectRequest, callback: (error: unknown) => void) {
+        request.header.xid = 7;
+        pendingQueue.push({ request, callback });
+      },
+      registerDataWatcher: () => undefined,
+    } as unknown as LibraryConnection;
+    let outcome: unknown;
+    directGetChildren(connection, '/a', (error, children) => {
+      outcome = error ?? children;
+    });
+    // The reply header for xid 7 (zxid 0, err 0), then a listing that says 5 children and ends there.
+    const frame = Buffer.alloc(24);
+    frame.writeInt32BE(20, 0);
+    frame.writeInt32BE(7, 4);
+    frame.writeInt32BE(5, 20);
+    expect(takeDirectReply(connection, frame)).toBe(true);
+    expect(String(outcome)).toMatch(/unreadable ZooKeeper reply/);
+    expect(destroyed).toBe(1);
+    expect(pendingQueue).toEqual([]);
   });
 });
