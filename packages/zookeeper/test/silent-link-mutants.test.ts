@@ -8,7 +8,8 @@ import { ReadTimeout } from '../src/read-timeout.js';
 /**
  * The conformance suite's silent-link case fails on a real adapter with a realistic bug: a ZooKeeper
  * client without a read timeout (node-zookeeper-client as it comes), which never notices that its
- * connection went silent and keeps sending into it.
+ * connection went silent and keeps sending into it. The adapter as built passes the same case in
+ * conformance.test.ts (zookeeper standalone, the same client settings).
  */
 let server: ServerHandle;
 
@@ -46,8 +47,4 @@ describe('silentLink catches a broken adapter', () => {
       ReadTimeout.prototype.start = start;
     }
   }, 90_000);
-
-  it('and the adapter as built passes it', async () => {
-    await runCase(silentLink, options, server);
-  }, 60_000);
 });
