@@ -21,6 +21,7 @@ export * from './suite/multi.js';
 export * from './suite/election.js';
 export * from './suite/read-write.js';
 export * from './suite/semaphore.js';
+export * from './suite/kind-fences.js';
 export { Occupancy } from './suite/primitives-util.js';
 export * from './suite/fair.js';
 export * from './suite/lease-edges.js';

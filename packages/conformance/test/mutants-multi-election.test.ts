@@ -18,6 +18,7 @@ import {
   multiAbortMidWay,
   multiAllOrNothing,
   multiExcludesSingle,
+  multiFencesPerKey,
   multiNoDeadlock,
   runCase,
   type ConformanceCase,
@@ -50,6 +51,22 @@ class PartialMany extends MemoryBackend {
 class BlindMany extends MemoryBackend {
   override async tryAcquireMany(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult> {
     return { acquired: true, grants: requests.map((request) => this.take(request, Date.now())) };
+  }
+}
+
+/** Fences every key of a multi-lock from the first key's counter; single grants count per key. */
+class SharedMultiFence extends MemoryBackend {
+  override async tryAcquireMany(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult> {
+    const result = await super.tryAcquireMany(requests);
+    if (!result.acquired) return result;
+    const counter = requests[0]!.key;
+    const grants = result.grants.map((grant) => {
+      const fence = grant.key === counter ? grant.fence! : this.store.nextFence(counter);
+      const entry = this.store.live(grant.key, Date.now())!;
+      this.store.set(grant.key, { ...entry, fence });
+      return { ...grant, fence };
+    });
+    return { acquired: true, grants };
   }
 }
 
@@ -95,6 +112,7 @@ const mutants: [string, Mutant, ConformanceCase][] = [
   ['tryAcquireMany that keeps the free keys', PartialMany, multiAllOrNothing],
   ['tryAcquireMany that keeps the free keys', PartialMany, multiAbortMidWay],
   ['tryAcquireMany that ignores holders', BlindMany, multiExcludesSingle],
+  ['a multi-lock whose keys share the first key\u2019s fence counter', SharedMultiFence, multiFencesPerKey],
   ['campaign that ignores the leader', EveryoneLeads, electionOneLeader],
   ['campaign with a repeated term', RepeatedTerm, electionTermsIncrease],
   ['release that leaves the leader in place', StickyRelease, electionResignHandOff],

@@ -12,6 +12,7 @@ import {
   giveUpLeavesNothing,
   killedWaiterAtHead,
   lostGrantMessage,
+  longWaiterKeepsPlace,
   noBarging,
   runCase,
   type ConformanceCase,
@@ -65,6 +66,11 @@ const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
     'a grant reuses the fence',
     fencesAcrossHandOffs,
     [mutate('fair_release', "local fence = redis.call('INCR', fenceKey)", "local fence = tonumber(redis.call('GET', fenceKey) or '0')")],
+  ],
+  [
+    'a heartbeat that does not extend the waiter deadline (ZADD NX)',
+    longWaiterKeepsPlace,
+    [mutate('fair_acquire', "redis.call('ZADD', waitersKey, now + lease, token)", "redis.call('ZADD', waitersKey, 'NX', now + lease, token)")],
   ],
 ];
 

@@ -252,6 +252,42 @@ export const fencesAcrossHandOffs: ConformanceCase = {
   },
 };
 
+/** How many waiter leases the long waiter below waits: past the first, and past a lease renewed once. */
+const LONG_WAIT_LEASES = 2.5;
+
+export const longWaiterKeepsPlace: ConformanceCase = {
+  title: `fair: a waiter queued for ${LONG_WAIT_LEASES} waiter leases keeps its place (its heartbeat extends it): a later waiter is not served first`,
+  requires: needsFair,
+  async run(ctx) {
+    const { waiterLeaseMs } = hooks(ctx);
+    const [holderClient, earlyClient, lateClient] = [ctx.client(), ctx.client(), ctx.client()];
+    const holder = await holderClient.acquire('k');
+    const order: string[] = [];
+    const { lock: early } = await queued(earlyClient, 'k');
+    void early.then(
+      () => order.push('early'),
+      () => undefined,
+    );
+    // Time passing is the point: a waiter whose heartbeats do not move its queue deadline is
+    // dropped (or skipped) one waiter lease after it queued.
+    await delay(waiterLeaseMs * LONG_WAIT_LEASES);
+    assert(order.length === 0 && holder.held, 'the holder lost the lock, or a waiter got it, while the holder held it');
+    const { lock: late } = await queued(lateClient, 'k');
+    void late.then(
+      () => order.push('late'),
+      () => undefined,
+    );
+    await holder.release();
+    const first = await within(Promise.race([early, late]), waiterLeaseMs + SLACK_MS + 5_000, 'the first waiter after the release');
+    assert(
+      order[0] === 'early',
+      `the waiter queued ${waiterLeaseMs * LONG_WAIT_LEASES} ms before the release was passed over: ${order.join(', ')} got the lock first`,
+    );
+    await first.release();
+    await (await within(late, waiterLeaseMs + SLACK_MS + 5_000, 'the later waiter')).release();
+  },
+};
+
 export const fairCases: readonly ConformanceCase[] = [
   fifoOrder,
   noBarging,
@@ -260,4 +296,5 @@ export const fairCases: readonly ConformanceCase[] = [
   lostGrantMessage,
   crashedHolderReplaced,
   fencesAcrossHandOffs,
+  longWaiterKeepsPlace,
 ];

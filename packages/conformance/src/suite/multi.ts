@@ -126,4 +126,59 @@ export const multiAbortMidWay: ConformanceCase = {
   },
 };
 
-export const multiCases: readonly ConformanceCase[] = [multiNoDeadlock, multiAllOrNothing, multiExcludesSingle, multiAbortMidWay];
+/**
+ * A multi-lock's grants and single-key grants of the same keys draw on the same per-key fences:
+ * each key's fences strictly increase whichever way it was taken. A key's fence may jump (ZooKeeper
+ * and PostgreSQL count all keys on one counter, which keeps every key increasing); what must not
+ * happen is a multi-lock that fences all its keys from one key's counter (or one of its own) while
+ * single grants count per key: a key then goes back to a smaller fence when taken alone.
+ */
+export const multiFencesPerKey: ConformanceCase = {
+  title: "acquireAll and single-key grants of the same keys: each key's fences strictly increase across both",
+  requires: (o) => needsMulti(o) ?? (o.capabilities.fencing ? undefined : 'capabilities.fencing is false'),
+  async run(ctx) {
+    const client = ctx.client();
+    const seen = new Map<string, number[]>([
+      ['a', []],
+      ['b', []],
+    ]);
+    const note = (key: string, fence: number | undefined, how: string): void => {
+      assert(typeof fence === 'number', `${how} of "${key}": a fenced backend gave no fence`);
+      seen.get(key)!.push(fence);
+    };
+    const alone = async (key: string, times: number): Promise<void> => {
+      for (let i = 0; i < times; i += 1) {
+        const lock = await client.acquire(key, { ttlMs: 30_000 });
+        note(key, lock.fence, 'a single grant');
+        await lock.release();
+      }
+    };
+    const together = async (keys: string[]): Promise<void> => {
+      const all = await client.acquireAll(keys, { ttlMs: 30_000 });
+      for (const key of keys) note(key, all.fences.get(key), 'acquireAll');
+      await all.release();
+    };
+    // Unequal counts before and after, so that whichever counter a broken multi-lock shares, one
+    // key's next single grant falls below (or on) the fence the multi-lock gave it.
+    await alone('a', 3);
+    await alone('b', 1);
+    await together(['a', 'b']);
+    await alone('b', 1);
+    await alone('a', 1);
+    await together(['b', 'a']);
+    await alone('a', 1);
+    await alone('b', 1);
+    for (const [key, fences] of seen) {
+      const backwards = fences.findIndex((fence, i) => i > 0 && fence <= fences[i - 1]!);
+      assert(backwards < 0, `"${key}" fences not strictly increasing across single and multi grants: ${fences.join(', ')}`);
+    }
+  },
+};
+
+export const multiCases: readonly ConformanceCase[] = [
+  multiNoDeadlock,
+  multiAllOrNothing,
+  multiExcludesSingle,
+  multiAbortMidWay,
+  multiFencesPerKey,
+];

@@ -1,5 +1,6 @@
 import { type Acquirable, LockUpgradeError, type Lock, type LockClient } from '@deadbolt/core';
 import type { CaseContext, ConformanceCase, ResolvedOptions } from './context.js';
+import { readFencesAfterIdle } from './kind-fences.js';
 import { crashedHold, delay, needsCrash, nothingLeft, Occupancy, queued, seeded, track } from './primitives-util.js';
 import { assert, rejection, waitUntil, within } from './util.js';
 
@@ -337,4 +338,5 @@ export const readWriteCases: readonly ConformanceCase[] = [
   upgradeRefused,
   crashedReader,
   readWriteChaos,
+  readFencesAfterIdle,
 ];

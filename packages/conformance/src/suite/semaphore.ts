@@ -1,8 +1,9 @@
 import { InvalidArgumentError, type Lock, type LockClient } from '@deadbolt/core';
 import type { ConformanceCase, ResolvedOptions } from './context.js';
-import { crashedHold, delay, needsCrash, Occupancy, queued } from './primitives-util.js';
+import { permitFencesAfterIdle } from './kind-fences.js';
+import { crashedHold, delay, needsCrash, Occupancy, type Pending, queued } from './primitives-util.js';
 import { chaos } from './read-write.js';
-import { assert, within } from './util.js';
+import { assert, needsTtl, within } from './util.js';
 
 /**
  * Counting semaphores (capabilities.semaphore): the limit holds, is reachable, a release admits
@@ -170,6 +171,64 @@ export const permitsMismatchRefused: ConformanceCase = {
   },
 };
 
+export const permitRenewKeeps: ConformanceCase = {
+  title: 'semaphore: renewing a permit (short ttl, no auto-renew) past its ttl keeps it: the last permit stays taken',
+  requires: both(needsSemaphore, needsTtl),
+  async run(ctx) {
+    const others = await Promise.all(Array.from({ length: PERMITS - 1 }, () => sem(ctx.client()).acquire({ waitMs: WAIT_MS })));
+    const ttlMs = Math.max(ctx.ttlMs, 600);
+    const permit = await sem(ctx.client()).acquire({ ttlMs, autoRenew: false, waitMs: WAIT_MS });
+    const end = Date.now() + ttlMs * 2;
+    while (Date.now() < end) {
+      await delay(ttlMs / 4);
+      await permit.renew();
+    }
+    assert(permit.held && !permit.signal.aborted, 'the renewed permit reports lost after its first ttl');
+    const extra = await sem(ctx.client()).tryAcquire();
+    await extra?.release();
+    assert(
+      extra === null,
+      `another client took the renewed permit ${ttlMs * 2} ms after a ${ttlMs} ms ttl: its renewals did not extend it`,
+    );
+    await Promise.all([permit, ...others].map((lock) => lock.release()));
+  },
+};
+
+const needsFair = (o: ResolvedOptions): string | undefined =>
+  o.capabilities.fair === true ? undefined : 'capabilities.fair is not true (no server FIFO to check)';
+
+export const permitsFifo: ConformanceCase = {
+  title: 'semaphore: on a fair backend, a freed permit goes to the oldest waiter, then the next to the one after it',
+  requires: both(needsSemaphore, needsFair),
+  async run(ctx) {
+    const holders = await Promise.all(Array.from({ length: PERMITS }, () => sem(ctx.client()).acquire({ waitMs: WAIT_MS })));
+    const order: string[] = [];
+    const waiters: Pending[] = [];
+    for (const name of ['A', 'B']) {
+      const client = ctx.client();
+      const waiter = await queued(client, () => sem(client).acquire({ waitMs: WAIT_MS }));
+      void waiter.promise.then(
+        () => order.push(name),
+        () => order.push(`${name} failed`),
+      );
+      waiters.push(waiter);
+      // A window, not a sleep: 'contended' can come before the waiter is in the server's queue
+      // (PostgreSQL advisory reports it before queueing for the semaphore's gate); B must not start
+      // before A is in line.
+      await delay(ctx.handOffBoundMs * 2);
+    }
+    const [a, b] = waiters as [Pending, Pending];
+    assert(!a.settled() && !b.settled(), 'a waiter got a permit while all were held');
+    await holders[0]!.release();
+    await within(Promise.race([a.promise, b.promise]), ctx.handOffBoundMs * 4, 'a waiter after one permit was released');
+    assert(order[0] === 'A', `the freed permit went to ${order.join(', ')}: the newer waiter was served before the older one`);
+    await holders[1]!.release();
+    await within(b.promise, ctx.handOffBoundMs * 4, 'B after a second release');
+    assert(order.join(' ') === 'A B', `granted in the order ${order.join(' ')}, expected A B`);
+    await Promise.all([holders[2]!, ...(await Promise.all(waiters.map((waiter) => waiter.promise)))].map((lock) => lock.release()));
+  },
+};
+
 export const semaphoreCases: readonly ConformanceCase[] = [
   allPermitsAtOnce,
   neverMoreThanPermits,
@@ -177,4 +236,7 @@ export const semaphoreCases: readonly ConformanceCase[] = [
   crashedPermitReturns,
   semaphoreChaos,
   permitsMismatchRefused,
+  permitRenewKeeps,
+  permitsFifo,
+  permitFencesAfterIdle,
 ];
