@@ -12,8 +12,11 @@ import {
   neverMoreThanPermits,
   noWriterStarvation,
   oneReleaseOneWaiter,
+  permitFencesAfterIdle,
+  permitRenewKeeps,
   queuedReadersTogether,
   readersShare,
+  readFencesAfterIdle,
   readWriteChaos,
   runCase,
   semaphoreChaos,
@@ -23,11 +26,16 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
-import { kindAcquireLua, kindLeaveLua, kindReleaseLua } from '../src/kinds-lua.js';
+import { kindAcquireLua, kindLeaveLua, kindReleaseLua, kindRenewLua } from '../src/kinds-lua.js';
 import { redisResidue } from './residue.js';
 
-type KindScript = 'kind_acquire' | 'kind_release' | 'kind_leave';
-const sources: Record<KindScript, string> = { kind_acquire: kindAcquireLua, kind_release: kindReleaseLua, kind_leave: kindLeaveLua };
+type KindScript = 'kind_acquire' | 'kind_release' | 'kind_leave' | 'kind_renew';
+const sources: Record<KindScript, string> = {
+  kind_acquire: kindAcquireLua,
+  kind_release: kindReleaseLua,
+  kind_leave: kindLeaveLua,
+  kind_renew: kindRenewLua,
+};
 
 /** Replaces `from` by `to` in a script; throws if the text is not there (a mutant must mutate). */
 function mutate(script: KindScript, from: string, to: string): [KindScript, string] {
@@ -95,6 +103,19 @@ const mutants: [string, ConformanceCase[], [KindScript, string][]][] = [
     'an aborted waiter left in the queue (CURATOR-315/462)',
     [readWriteChaos, semaphoreChaos],
     [mutate('kind_leave', "redis.call('LREM', queueKey, 1, ARGV[1])\nredis.call('ZREM', waitersKey, ARGV[1])", '')],
+  ],
+  [
+    'reads and permits take the last fence instead of a new one (only a writer counts)',
+    [readFencesAfterIdle, permitFencesAfterIdle],
+    everywhere(
+      "local fence = redis.call('INCR', fenceKey)",
+      "local fence = mode == 'w' and redis.call('INCR', fenceKey) or tonumber(redis.call('GET', fenceKey) or '0')",
+    ),
+  ],
+  [
+    'a renewal beside other holds that answers yes and leaves the lease end',
+    [permitRenewKeeps],
+    [mutate('kind_renew', "redis.call('ZADD', holdersKey, now + tonumber(ARGV[2]), ARGV[1])", '-- the lease end left where it was')],
   ],
 ];
 
