@@ -70,7 +70,13 @@ const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
   [
     'a heartbeat that does not extend the waiter deadline (ZADD NX)',
     longWaiterKeepsPlace,
-    [mutate('fair_acquire', "redis.call('ZADD', waitersKey, now + lease, token)", "redis.call('ZADD', waitersKey, 'NX', now + lease, token)")],
+    [
+      mutate(
+        'fair_acquire',
+        "redis.call('ZADD', waitersKey, now + lease, token)",
+        "redis.call('ZADD', waitersKey, 'NX', now + lease, token)",
+      ),
+    ],
   ],
 ];
 
