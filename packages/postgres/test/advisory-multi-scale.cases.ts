@@ -1,6 +1,6 @@
 import { createLockClient, InvalidArgumentError } from '@deadbolt/core';
 import { describe, expect, it } from 'vitest';
-import { createPostgresBackend } from '../src/index.js';
+import { createPostgresBackend, type PostgresBackend } from '../src/index.js';
 import { env } from './pg-env.js';
 
 /** Granted advisory locks on the server, every session's. */
@@ -59,7 +59,7 @@ export function advisoryMultiScaleCases(): void {
       const { locks, connections } = settings.rows[0]!;
       const n = 100_000;
       expect(locks * (connections + 50), 'the case needs a set the server lock table cannot hold').toBeLessThan(n / 4);
-      const backend = createPostgresBackend(`${env.server.url}?mode=advisory`);
+      const backend = createPostgresBackend(`${env.server.url}?mode=advisory`) as PostgresBackend;
       const client = createLockClient({ backend });
       const keys = keysOf('huge', n);
       try {
