@@ -37,7 +37,7 @@ export interface FenceNames {
   readonly leaders: string;
   /** Advisory semaphores: each one's permits while in use, created on the first semaphore (advisory-permits.ts). */
   readonly permits: string;
-  /** ... and the function a permit is released with. */
+  /** ... and the function a permit is released with (v2: the semaphore's in-use lock, not a list of its slots). */
   readonly permitRelease: string;
   /** The mutex's blocking wait that reports queueing as it starts (advisory-wait.ts). */
   readonly wait: string;
@@ -53,7 +53,7 @@ export function fenceNames(fenceTable: string, schema?: string): FenceNames & { 
     sequence: `${qualifier}"${base}_seq"`,
     leaders: `${qualifier}"${base}_leaders"`,
     permits: `${qualifier}"${base}_permits"`,
-    permitRelease: `${qualifier}"${fenceTable.slice(0, 44)}_permit_release_v1"`,
+    permitRelease: `${qualifier}"${fenceTable.slice(0, 44)}_permit_release_v2"`,
     wait: `${qualifier}"${fenceTable.slice(0, 44)}_advisory_wait_v1"`,
     ...(schema === undefined ? {} : { schema }),
   };

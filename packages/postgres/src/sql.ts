@@ -230,7 +230,10 @@ END $fn$`;
     /**
      * Waiters' heartbeat, one statement per tick ($1 tokens, $2 their keys, $3 waiter lease ms): their
      * deadlines move on; per token, whether it is still queued (not: granted, or purged as dead) and
-     * the holder's remaining lease (<= 0 or null: free, so the waiter re-checks at once).
+     * the holder's remaining lease (<= 0 or null: free, so the waiter re-checks at once). A read,
+     * write or permit waiter gets 0 while any holder row of its key has expired: only a call on the
+     * key purges it, and it may be a grant made to a dead waiter ahead (a claim that ends with that
+     * waiter's lease) while the other holders renew for hours; the re-check purges it and grants on.
      */
     heartbeat: `WITH beat AS (
         UPDATE ${W} SET deadline = now() + $3 * interval '1 millisecond' WHERE token = ANY($1::text[]) RETURNING token),
@@ -238,8 +241,9 @@ END $fn$`;
         UPDATE ${KW} SET deadline = now() + $3 * interval '1 millisecond' WHERE token = ANY($1::text[]) RETURNING token)
       SELECT t.token, (beat.token IS NOT NULL OR kbeat.token IS NOT NULL) AS queued,
              (CASE WHEN kbeat.token IS NOT NULL
-               THEN (SELECT ceil(extract(epoch FROM min(h.expires_at) - clock_timestamp()) * 1000) FROM ${H} h
-                     WHERE h.key = t.key AND h.expires_at >= clock_timestamp())
+               THEN (SELECT CASE WHEN bool_or(h.expires_at < clock_timestamp()) THEN 0
+                       ELSE ceil(extract(epoch FROM min(h.expires_at) - clock_timestamp()) * 1000) END
+                     FROM ${H} h WHERE h.key = t.key)
                ELSE (SELECT ceil(extract(epoch FROM l.expires_at - clock_timestamp()) * 1000) FROM ${L} l WHERE l.key = t.key)
              END)::float8 AS remaining_ms
       FROM unnest($1::text[], $2::text[]) AS t(token, key)

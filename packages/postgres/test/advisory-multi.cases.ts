@@ -161,7 +161,7 @@ export function advisoryMultiCases(): void {
         tryAll: {
           ...sql.tryAll,
           name: 'mutant_keeps',
-          text: sql.tryAll.text.replace('pg_advisory_unlock(id)', 'id').replace('WHERE t.ok', ''),
+          text: sql.tryAll.text.replace('pg_advisory_unlock(id)', 'id').replace(' AND t.ok', ''),
         },
       }));
       console.info(`[mutant] try that keeps its keys: ${String(error)}`);

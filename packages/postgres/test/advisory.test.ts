@@ -323,3 +323,38 @@ describe('postgres:advisory semaphore permits record', () => {
     }
   });
 });
+
+describe('postgres:advisory semaphore size', () => {
+  const permitRequest = (key: string, permits: number): AcquireRequest => ({ ...request(key), kind: { type: 'permit', permits } });
+
+  it('a semaphore of 1e9 permits costs what one of 3 does: acquire, a second holder, release and the size check compute no id per slot', async () => {
+    const [a, b] = [backend(), backend()];
+    const permits = 1e9;
+    try {
+      const heapBefore = process.memoryUsage().heapUsed;
+      const started = performance.now();
+      const first = await a.acquire!(permitRequest('sem:huge', permits), Date.now() + 5_000, new AbortController().signal);
+      const second = await b.tryAcquire(permitRequest('sem:huge', permits));
+      // Another size while both hold: refused (the check that the semaphore is in use).
+      await expect(b.tryAcquire(permitRequest('sem:huge', permits - 1))).rejects.toBeInstanceOf(InvalidArgumentError);
+      expect(first).toBeDefined();
+      expect(second.acquired).toBe(true);
+      expect(await a.release(first!)).toBe(true);
+      if (second.acquired) expect(await b.release(second.grant)).toBe(true);
+      // The last release cleared the record: a new size is taken at once.
+      const resized = await a.tryAcquire(permitRequest('sem:huge', 2));
+      expect(resized.acquired).toBe(true);
+      if (resized.acquired) await a.release(resized.grant);
+      const elapsedMs = performance.now() - started;
+      const grownMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
+      console.info(
+        `[huge semaphore] ${permits} permits: 2 acquires, a refusal, 2 releases and a resize in ${elapsedMs.toFixed(0)} ms, heap +${grownMb.toFixed(1)} MB`,
+      );
+      // An id per slot was 2.7 s and 160 MB at 1e6 permits; at 1e9 the heap ran out.
+      expect(grownMb).toBeLessThan(64);
+      expect(elapsedMs).toBeLessThan(10_000);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 120_000);
+});

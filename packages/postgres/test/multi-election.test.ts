@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { advisoryElectionCases } from './advisory-election.cases.js';
 import { advisoryMultiCases } from './advisory-multi.cases.js';
+import { advisoryMultiScaleCases } from './advisory-multi-scale.cases.js';
 import { leaseElectionCases } from './lease-election.cases.js';
 import { env } from './pg-env.js';
 
@@ -19,5 +20,6 @@ afterAll(async () => {
 });
 
 advisoryMultiCases();
+advisoryMultiScaleCases();
 advisoryElectionCases();
 leaseElectionCases();

@@ -81,12 +81,21 @@ describe('the "other permits refused" case catches a semaphore size recorded but
     expectCaught(error);
   });
 
-  it('advisory: a record replaced while its slots are held', async () => {
+  it('advisory: a record replaced while its in-use lock is held', async () => {
     const error = await advisoryMutant(permitsMismatchRefused, (sql) => ({
       ...sql,
-      replace: sql.replace.replace(/ AND NOT EXISTS[\s\S]*$/, ' AND $4::bigint[] IS NOT NULL'),
+      replace: sql.replace.replace(/ AND NOT EXISTS[\s\S]*$/, ' AND $4::bigint IS NOT NULL'),
     }));
     console.info(`[mutant] advisory permits record replaced while in use: ${String(error)}`);
+    expectCaught(error);
+  });
+
+  it('advisory: a permit that leaves the gate without taking the in-use lock', async () => {
+    const error = await advisoryMutant(permitsMismatchRefused, (sql) => ({
+      ...sql,
+      leaveGate: sql.leaveGate.replace('pg_advisory_lock_shared($1::bigint)', '$1::bigint'),
+    }));
+    console.info(`[mutant] advisory permit held without its in-use lock: ${String(error)}`);
     expectCaught(error);
   });
 });

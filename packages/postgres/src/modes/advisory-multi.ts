@@ -1,4 +1,11 @@
-import { backoffDelayMs, type AcquireRequest, type DeadboltError, type Grant, type MultiAttemptResult } from '@deadbolt/core/adapter';
+import {
+  backoffDelayMs,
+  InvalidArgumentError,
+  type AcquireRequest,
+  type DeadboltError,
+  type Grant,
+  type MultiAttemptResult,
+} from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import { advisoryLockId } from '../key-hash.js';
 import type { ResolvedPostgresOptions } from '../options.js';
@@ -60,11 +67,15 @@ export function multiSql(sequence: string) {
     /** $1: the ids in order. busy: 1-based position of the first refused id; counters: one per id when all were granted. */
     tryAll: {
       name: 'deadbolt_try_all',
-      text: `WITH RECURSIVE ids AS MATERIALIZED (SELECT id, n FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n)),
-        tried (n, id, ok) AS (
-            SELECT n, id, pg_try_advisory_lock(id) FROM ids WHERE n = 1
+      // Each step reads its id by subscript (constant time in a bigint array without nulls): a join of
+      // the step to the list of ids scanned the whole list per step, quadratic (10,000 keys took
+      // longer than the statement timeout).
+      text: `WITH RECURSIVE tried (n, id, ok) AS (
+            SELECT s.n, s.id, pg_try_advisory_lock(s.id) FROM (SELECT 1 AS n, ($1::bigint[])[1] AS id) s
+            WHERE cardinality($1::bigint[]) > 0
           UNION ALL
-            SELECT i.n, i.id, pg_try_advisory_lock(i.id) FROM tried t JOIN ids i ON i.n = t.n + 1 WHERE t.ok),
+            SELECT s.n, s.id, pg_try_advisory_lock(s.id) FROM tried t, LATERAL (SELECT t.n + 1 AS n, ($1::bigint[])[t.n + 1] AS id) s
+            WHERE t.n < cardinality($1::bigint[]) AND t.ok),
         verdict AS (SELECT count(*) FILTER (WHERE ok) = cardinality($1::bigint[]) AS granted, min(n) FILTER (WHERE NOT ok) AS busy FROM tried)
       SELECT v.busy::int AS busy,
              (SELECT array_agg(nextval('${sequence}')::text ORDER BY n) FROM tried WHERE v.granted) AS counters,
@@ -118,7 +129,7 @@ export class AdvisoryMulti {
     } catch (error) {
       // The statement may have failed after some grants (advisory locks ignore rollback): unlock them.
       if (session !== undefined && !session.dead) void session.query(this.sql.unlockAll, [ids]).catch(() => undefined);
-      throw this.port.unavailable('acquire', label, error);
+      throw lockTableFull(error, requests, this.port.name) ?? this.port.unavailable('acquire', label, error);
     } finally {
       if (!granted) for (const id of ids) this.port.unclaim(id);
     }
@@ -198,15 +209,18 @@ export class AdvisoryMulti {
         await this.port.pool.retire(session);
         return undefined;
       }
-      // 55P03 lock_not_available (lock_timeout), 57014 statement_timeout, 40P01 deadlock_detected:
-      // the session holds a prefix of the set and nothing else; give it back before anyone else uses it.
-      if (code === '55P03' || code === '57014' || code === '40P01') {
+      // 55P03 lock_not_available (lock_timeout), 57014 statement_timeout, 40P01 deadlock_detected,
+      // 53200 out_of_shared_memory (the lock table is full): the session holds a prefix of the set
+      // and nothing else; give it back before anyone else uses it.
+      if (code === '55P03' || code === '57014' || code === '40P01' || code === outOfSharedMemory) {
         try {
           await session.query(this.sql.giveBack);
           session.blocked = false;
         } catch {
           await this.port.pool.retire(session);
         }
+        const full = lockTableFull(error, requests, this.port.name);
+        if (full !== undefined) throw full;
         return code === '40P01' && Date.now() < deadline ? 'retry' : undefined;
       }
       session.kill(error instanceof Error ? error : new Error(String(error)));
@@ -244,8 +258,29 @@ export class AdvisoryMulti {
   }
 }
 
+/** The keys an error names: a few of them, and how many more (a set may have thousands). */
 function labelOf(requests: readonly AcquireRequest[]): string {
-  return requests.map((request) => request.key).join(', ');
+  const shown = requests.slice(0, 5).map((request) => request.key);
+  return requests.length > shown.length ? `${shown.join(', ')} and ${requests.length - shown.length} more` : shown.join(', ');
+}
+
+const outOfSharedMemory = '53200';
+
+/**
+ * Every key of a set is one entry of the server's shared lock table, whose size is
+ * max_locks_per_transaction x (max_connections + max_prepared_transactions + background slots)
+ * for all sessions together: a set the table has no room for fails with out_of_shared_memory.
+ * The caller has given back what the statement took; this names the limit instead of an outage.
+ */
+function lockTableFull(error: unknown, requests: readonly AcquireRequest[], backend: string): InvalidArgumentError | undefined {
+  if ((error as { code?: unknown } | null)?.code !== outOfSharedMemory) return undefined;
+  return new InvalidArgumentError(
+    'keys',
+    `${requests.length} keys are more advisory locks than the server's shared lock table has room for now (out of shared memory; ` +
+      'it holds max_locks_per_transaction x (max_connections + max_prepared_transactions) locks for every session together): ' +
+      'take fewer keys at once, or raise max_locks_per_transaction on the server. Nothing of the set was kept',
+    { key: labelOf(requests), backend },
+  );
 }
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {

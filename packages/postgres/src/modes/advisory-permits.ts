@@ -11,27 +11,32 @@ import { createOnce } from '../kinds-sql.js';
  * inside the semaphore's gate (advisory-semaphore.ts), the exclusive advisory lock every acquirer
  * passes one at a time before it may take a slot. That makes check-then-take atomic without a
  * transaction: nobody can take a slot of the key, nor write its record, between our read and our
- * slot. A record is "in use" while any slot lock of its size is held (pg_locks): only a gate
- * holder takes slots, so "no slot held" cannot turn into "held" under us, and the release that
- * races our look at pg_locks only makes a refusal that was true when we looked. A record with no
- * slot held (its holders crashed, or the last release found the gate busy) is stale and replaced.
- * The last holder's release clears the record, inside the gate too, tried and never waited for (a
- * release must not queue behind acquirers; the next acquirer re-judges a stale record anyway).
- * Waiters queued at the gate are not judged until they are inside it: the first inside records.
+ * slot. A record is "in use" while anyone holds the semaphore's in-use lock (key, "in use"), a
+ * shared advisory lock every permit's session takes beside its slot before it leaves the gate and
+ * lets go of with it: one id to look up in pg_locks whatever `permits` is (a list of every slot's
+ * id cost time and memory in proportion to `permits`, and a billion of them ran the heap out). Only
+ * a gate holder takes it, so "not held" cannot turn into "held" under us, and the release that
+ * races our look at pg_locks only makes a refusal that was true when we looked. A record nobody
+ * holds the in-use lock of (its holders crashed, or the last release found the gate busy) is stale
+ * and replaced. The last holder's release clears the record, inside the gate too, tried and never
+ * waited for (a release must not queue behind acquirers; the next acquirer re-judges a stale record
+ * anyway). Waiters queued at the gate are not judged until they are inside it: the first inside records.
  */
 export function advisoryPermitsSql(names: FenceNames) {
-  const slotHeld = (slots: string) =>
+  const inUse = (id: string) =>
     `EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
-       AND (classid::bigint << 32 | objid::bigint) = ANY(${slots}))`;
-  const release = `CREATE FUNCTION ${names.permitRelease}(gate bigint, slot bigint, slots bigint[]) RETURNS boolean
+       AND (classid::bigint << 32 | objid::bigint) = ${id})`;
+  const release = `CREATE FUNCTION ${names.permitRelease}(gate bigint, slot bigint, in_use bigint) RETURNS boolean
 LANGUAGE plpgsql AS $fn$
--- Our slot goes; the last holder's release clears the record, inside the gate (tried, never waited for).
--- A session lock outlives an error here: the caller ends the session on any error.
+-- Our slot and our share of the in-use lock go; the last holder's release clears the record, inside
+-- the gate (tried, never waited for). A session lock outlives an error here: the caller ends the
+-- session on any error, and on false.
 DECLARE ok boolean;
 BEGIN
   ok := pg_advisory_unlock(slot);
+  ok := pg_advisory_unlock_shared(in_use) AND ok;
   IF ok AND pg_try_advisory_lock(gate) THEN
-    DELETE FROM ${names.permits} p WHERE p.gate_id = gate AND NOT ${slotHeld('slots')};
+    DELETE FROM ${names.permits} p WHERE p.gate_id = gate AND NOT ${inUse('in_use')};
     PERFORM pg_advisory_unlock(gate);
   END IF;
   RETURN ok;
@@ -39,16 +44,22 @@ END $fn$`;
   return {
     schema: [
       `CREATE TABLE IF NOT EXISTS ${names.permits} (gate_id bigint PRIMARY KEY, key text NOT NULL, permits integer NOT NULL)`,
-      createOnce(names.permitRelease, '(bigint, bigint, bigint[])', release),
+      createOnce(names.permitRelease, '(bigint, bigint, bigint)', release),
     ],
     /** Inside the gate: records $3 when nothing is recorded, and answers the record ($1 gate id, $2 key). */
     record: `WITH recorded AS (INSERT INTO ${names.permits} (gate_id, key, permits) VALUES ($1::bigint, $2, $3)
         ON CONFLICT (gate_id) DO NOTHING RETURNING permits)
       SELECT permits FROM recorded UNION ALL SELECT permits FROM ${names.permits} WHERE gate_id = $1::bigint`,
-    /** Inside the gate: replaces a stale record (none of its slots $4 held) with $3. One row when replaced. */
-    replace: `UPDATE ${names.permits} SET permits = $3, key = $2 WHERE gate_id = $1::bigint AND NOT ${slotHeld('$4::bigint[]')}`,
-    /** $1 gate id, $2 our slot's id, $3 every slot id of the size. */
-    release: `SELECT ${names.permitRelease}($1::bigint, $2::bigint, $3::bigint[]) AS ok`,
+    /** Inside the gate: replaces a stale record (its in-use lock $4 not held) with $3. One row when replaced. */
+    replace: `UPDATE ${names.permits} SET permits = $3, key = $2 WHERE gate_id = $1::bigint AND NOT ${inUse('$4::bigint')}`,
+    /**
+     * Inside the gate, with a slot just taken: our share of the in-use lock ($1), then out of the
+     * gate ($2). The CTE runs first, so nobody enters the gate before the share is held.
+     */
+    leaveGate: `WITH in_use AS MATERIALIZED (SELECT pg_advisory_lock_shared($1::bigint))
+      SELECT pg_advisory_unlock($2::bigint) AS ok FROM in_use`,
+    /** $1 gate id, $2 our slot's id, $3 the in-use lock's id. */
+    release: `SELECT ${names.permitRelease}($1::bigint, $2::bigint, $3::bigint) AS ok`,
   };
 }
 
@@ -61,8 +72,13 @@ export type AdvisoryPermitsSql = ReturnType<typeof advisoryPermitsSql>;
 export async function checkPermits(
   client: pg.Client,
   sql: AdvisoryPermitsSql,
-  semaphore: { readonly key: string; readonly gate: string; readonly permits: number; readonly backend: string },
-  slotIdsOf: (permits: number) => readonly string[],
+  semaphore: {
+    readonly key: string;
+    readonly gate: string;
+    readonly inUse: string;
+    readonly permits: number;
+    readonly backend: string;
+  },
 ): Promise<void> {
   const { key, gate, permits } = semaphore;
   const found = await client.query<{ permits: number }>(sql.record, [gate, key, permits]);
@@ -70,7 +86,7 @@ export async function checkPermits(
   if (recorded === permits) return;
   // Nobody else writes inside the gate, so the insert or the read finds the row: a broken invariant, not bad input.
   if (recorded === undefined) throw new Error('the semaphore record was neither written nor found');
-  const replaced = await client.query(sql.replace, [gate, key, permits, slotIdsOf(recorded)]);
+  const replaced = await client.query(sql.replace, [gate, key, permits, semaphore.inUse]);
   if (replaced.rowCount === 1) return;
   throw new InvalidArgumentError(
     'permits',

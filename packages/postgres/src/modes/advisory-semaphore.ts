@@ -40,10 +40,9 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         backend: this.backendName,
         cause: new Error('the backend is closed'),
       });
-    const gate = advisoryLockId(`${request.key}\u0000gate`, this.options.namespace).toString();
-    const slotIdsOf = (size: number): string[] =>
-      Array.from({ length: size }, (_, slot) => advisoryLockId(`${request.key}\u0000slot:${slot}`, this.options.namespace).toString());
-    const slots = slotIdsOf(permits);
+    const idOf = (name: string): string => advisoryLockId(`${request.key}\u0000${name}`, this.options.namespace).toString();
+    const gate = idOf('gate');
+    const inUse = idOf('in use');
     const connection = await this.connect(request.key);
     const onAbort = (): void => void endClient(connection.client, 100);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -54,23 +53,26 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         return undefined;
       }
       await this.ensurePermitsTable(connection);
-      await checkPermits(connection.client, this.permitsSql, { key: request.key, gate, permits, backend: this.backendName }, slotIdsOf);
+      await checkPermits(connection.client, this.permitsSql, { key: request.key, gate, inUse, permits, backend: this.backendName });
       for (let attempt = 0; ; attempt += 1) {
-        for (const slot of slots) {
+        // Slot ids one at a time, as tried: a scan stops at the first free slot, so it costs what is
+        // held, never what `permits` allows (a list of every id ran the heap out at 1e9 permits).
+        for (let index = 0; index < permits; index += 1) {
+          const slot = idOf(`slot:${index}`);
           const result = await connection.client.query<{ counter: string | null }>(
             `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${this.names.sequence}')::text END AS counter`,
             [slot],
           );
           const counter = result.rows[0]?.counter;
           if (counter !== null && counter !== undefined) {
-            const left = await connection.client.query<{ ok: boolean }>('SELECT pg_advisory_unlock($1::bigint) AS ok', [gate]);
+            const left = await connection.client.query<{ ok: boolean }>(this.permitsSql.leaveGate, [inUse, gate]);
             // A session still in the gate must never be reused: fail (the catch ends the session).
             if (left.rows[0]?.ok !== true) throw new Error('the gate lock was not held at its unlock');
             if (signal?.aborted) {
               this.dropIfIdle(connection);
               return undefined;
             }
-            return this.adopt(request, 'permit', slot, connection, counter, { text: this.permitsSql.release, values: [gate, slot, slots] });
+            return this.adopt(request, 'permit', slot, connection, counter, { text: this.permitsSql.release, values: [gate, slot, inUse] });
           }
         }
         if (attempt === 0) request.onContended?.();
