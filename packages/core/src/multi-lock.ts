@@ -1,6 +1,7 @@
 import type { AcquireRequest, Grant, LockBackend } from './backend.js';
 import type { AcquirePlan } from './acquire-plan.js';
-import { InvalidArgumentError } from './errors.js';
+import { checkedOnRead } from './clock-signal.js';
+import { InvalidArgumentError, LockLostError } from './errors.js';
 import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
@@ -86,7 +87,7 @@ async function oneByOne(host: PrimitiveHost, ordered: readonly AcquirePlan[], op
     await releaseInReverse(locks).catch(() => undefined);
     throw error;
   }
-  return new MultiLockHandle(locks, ordered[0]!.owner);
+  return new MultiLockHandle(locks, ordered[0]!.owner, host.label());
 }
 
 function requestsFor(host: PrimitiveHost, ordered: readonly AcquirePlan[], onContended?: () => void): AcquireRequest[] {
@@ -123,6 +124,7 @@ async function atomic(
       return new MultiLockHandle(
         result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
         first.owner,
+        backend.name,
       );
     }
     const busy = ordered.find((plan) => plan.fullKey === result.busyKey) ?? first;
@@ -159,6 +161,7 @@ async function queued(
   return new MultiLockHandle(
     grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
     first.owner,
+    backend.name,
   );
 }
 
@@ -189,6 +192,7 @@ class MultiLockHandle implements MultiLock {
   constructor(
     readonly locks: readonly Lock[],
     readonly owner: string,
+    private readonly backendName: string,
   ) {
     this.keys = locks.map((lock) => lock.key);
     this.fences = new Map(locks.map((lock) => [lock.key, lock.fence]));
@@ -196,6 +200,11 @@ class MultiLockHandle implements MultiLock {
       if (lock.signal.aborted) this.lossController.abort(lock.signal.reason);
       else lock.signal.addEventListener('abort', () => this.lossController.abort(lock.signal.reason), { once: true });
     }
+    // A read of the signal looks at every lock's deadline first: the first one found past it aborts
+    // its own signal, whose listener above aborts this one in the same synchronous run.
+    checkedOnRead(this.lossController.signal, () => {
+      for (const lock of this.locks) if (!lock.held) return;
+    });
   }
 
   get signal(): AbortSignal {
@@ -204,6 +213,12 @@ class MultiLockHandle implements MultiLock {
 
   get held(): boolean {
     return this.releasing === undefined && this.locks.every((lock) => lock.held);
+  }
+
+  assertHeld(): void {
+    if (this.releasing !== undefined)
+      throw new LockLostError('the locks were released', { key: this.keys.join(', '), backend: this.backendName });
+    for (const lock of this.locks) lock.assertHeld();
   }
 
   async renew(): Promise<void> {
