@@ -519,6 +519,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     const backend = this.loaded;
     if (backend === undefined) return this.backendLoading.then(() => this.releaseHandle(handle));
     const { lease } = handle;
+    // A lease past its deadline (a stall) is lost first: its release is then only tidying up.
+    lease.checkClock();
     handle.released = true;
     lease.holds -= 1;
     const serverCounts = backend.capabilities.reentrant === 'server';

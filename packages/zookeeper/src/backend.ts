@@ -56,6 +56,33 @@ export interface ZooKeeperGrant extends Grant {
   readonly semaphorePath?: string;
 }
 
+/**
+ * A grant whose `validUntil` is its session's (ZooKeeperSession.validUntil), read live by core: the
+ * lock is bounded by the last server contact + the session timeout, and no timer or per-lock write
+ * is needed to move it forward.
+ */
+class SessionGrant implements ZooKeeperGrant {
+  readonly #session: ZooKeeperSession;
+  readonly semaphorePath?: string;
+
+  constructor(
+    session: ZooKeeperSession,
+    readonly key: string,
+    readonly owner: string,
+    readonly token: string,
+    readonly fence: number,
+    readonly lockPath: string,
+    semaphorePath?: string,
+  ) {
+    this.#session = session;
+    if (semaphorePath !== undefined) this.semaphorePath = semaphorePath;
+  }
+
+  get validUntil(): number {
+    return this.#session.validUntil;
+  }
+}
+
 export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend {
   readonly name = 'zookeeper';
   /** The ensemble, for error messages. */
@@ -244,14 +271,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         else if (wait) await this.parents.schedule(run.lockPath);
         return undefined;
       }
-      const grant: ZooKeeperGrant = {
-        key: request.key,
-        owner: request.owner,
-        token: ours.path,
-        fence: zxid(ours.czxid),
-        lockPath: run.lockPath,
-        ...(semaphorePath === undefined ? {} : { semaphorePath }),
-      };
+      const grant = new SessionGrant(this.session, request.key, request.owner, ours.path, zxid(ours.czxid), run.lockPath, semaphorePath);
       this.session.track(grant, request.onLost);
       return grant;
     });
@@ -272,7 +292,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
 
   /** A held node as a grant, tracked so that the end of the session is reported as its loss. */
   private grantFor(request: AcquireRequest, path: string, czxid: Buffer, nodeLockPath: string): ZooKeeperGrant {
-    const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: path, fence: zxid(czxid), lockPath: nodeLockPath };
+    const grant = new SessionGrant(this.session, request.key, request.owner, path, zxid(czxid), nodeLockPath);
     this.session.track(grant, request.onLost);
     return grant;
   }
