@@ -21,7 +21,7 @@ import { waitForTurn } from './wait-for-turn.js';
 export async function acquireAll(host: PrimitiveHost, keys: readonly string[], options: AcquireOptions | undefined): Promise<MultiLock> {
   validateKeys(keys, host.label());
   validateAcquireOptions(keys[0], options, host.label(), true);
-  const label = keys.join(', ');
+  const label = multiLabel(keys);
   host.assertOpen(label);
   const backend = await host.backend();
   host.assertOpen(label);
@@ -49,6 +49,11 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
       },
     );
   });
+}
+
+/** How a set of keys is named in errors and spans: all of a few, else the first and the count (7,000 keys joined made a 50 kB message). */
+export function multiLabel(keys: readonly string[]): string {
+  return keys.length <= 3 ? keys.join(', ') : `${keys[0]}, ... (${keys.length} keys)`;
 }
 
 function validateKeys(keys: unknown, backend: string): asserts keys is readonly string[] {
@@ -112,7 +117,7 @@ async function atomic(
   const deadline = startedAt + first.waitMs;
   const signal = anySignal(first.signal, host.closing);
   const requests = requestsFor(host, ordered);
-  const label = ordered.map((plan) => plan.userKey).join(', ');
+  const label = multiLabel(ordered.map((plan) => plan.userKey));
   for (let attempts = 1; ; attempts += 1) {
     const sentAt = Date.now();
     const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests));
@@ -151,7 +156,7 @@ async function queued(
     reported = true;
     host.emit('contended', { key: first.userKey, owner: first.owner, attempt: 1 });
   });
-  const label = ordered.map((plan) => plan.userKey).join(', ');
+  const label = multiLabel(ordered.map((plan) => plan.userKey));
   const sentAt = Date.now();
   const deadline = startedAt + first.waitMs;
   const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, deadline, signal), { waitUntil: deadline });
@@ -217,7 +222,7 @@ class MultiLockHandle implements MultiLock {
 
   assertHeld(): void {
     if (this.releasing !== undefined)
-      throw new LockLostError('the locks were released', { key: this.keys.join(', '), backend: this.backendName });
+      throw new LockLostError('the locks were released', { key: multiLabel(this.keys), backend: this.backendName });
     for (const lock of this.locks) lock.assertHeld();
   }
 

@@ -15,6 +15,7 @@ import {
 import { checkAll } from './check-all.js';
 import { nodeNameOf, readLeader, runElectionRecipe } from './election.js';
 import { runMultiLockRecipe } from './multi-recipe.js';
+import { checkMultiFits } from './multi-size.js';
 import { GuaranteedDeletes } from './guaranteed-deletes.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
@@ -131,8 +132,13 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
 
   /** Multi-lock: our node under every path in one multi, then a wait path by path (multi-recipe.ts). */
   acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
-    const key = requests.map((each) => each.key).join(', ');
+    const key = requests.length <= 3 ? requests.map((each) => each.key).join(', ') : `${requests[0]?.key}, ... (${requests.length} keys)`;
     return this.guard('acquire', key, async () => {
+      checkMultiFits(
+        requests.map((each) => ({ lockPath: lockPath(this.options.basePath, each.key), data: Buffer.from(each.owner, 'utf8') })),
+        this.options.juteMaxBuffer,
+        key,
+      );
       const client = await this.session.ready(Number.POSITIVE_INFINITY, key);
       if (this.abandoned.hasPending) await this.abandoned.retry();
       const runs = requests.map((each) => this.recipeRun(client, each, Buffer.from(each.owner, 'utf8')));
