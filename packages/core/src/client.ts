@@ -470,6 +470,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       plan.autoRenew,
       backend.capabilities.lease === 'session',
       sentAt,
+      this.expireLease,
       id,
     );
     this.leases.set(id, lease);
@@ -518,6 +519,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     const backend = this.loaded;
     if (backend === undefined) return this.backendLoading.then(() => this.releaseHandle(handle));
     const { lease } = handle;
+    // A lease past its deadline (a stall) is lost first: its release is then only tidying up.
+    lease.checkClock();
     handle.released = true;
     lease.holds -= 1;
     const serverCounts = backend.capabilities.reentrant === 'server';
@@ -569,12 +572,14 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       this.markLost(lease, cause instanceof LockLostError ? cause.reason : cause.message, cause);
   }
 
-  /** `held` and `signal` read the clock, not only timers: a paused process learns of its loss at once. */
-  checkDeadline(lease: Lease): void {
-    if (!lease.lost && Date.now() >= lease.expiresAt) {
-      this.markLost(lease, 'the lease ran out before a renewal was confirmed (a paused process or a blocked event loop)');
-    }
+  /** `held`, `assertHeld()` and every signal read the clock, not only timers: a paused process learns of its loss at once. */
+  private checkDeadline(lease: Lease): void {
+    lease.checkClock();
   }
+
+  /** Lease.checkClock's way out: one function per client, not a closure per lease. */
+  private readonly expireLease = (lease: Lease): void =>
+    this.markLost(lease, 'the lease ran out before a renewal was confirmed (a paused process or a blocked event loop)');
 
   private markLost(lease: Lease, reason: string, cause?: unknown): void {
     if (lease.lost) return;

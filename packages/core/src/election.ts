@@ -3,6 +3,7 @@ import type { Grant } from './backend.js';
 import { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from './election-backend.js';
 import { DeadboltError, InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import type { PrimitiveHost } from './primitive-host.js';
+import { termOf } from './term.js';
 import type { Lock } from './types.js';
 import type { ElectOptions, Election, Term } from './types-multi.js';
 import { describeValue, maxDurationMs } from './validation.js';
@@ -117,7 +118,7 @@ export class DeadboltElection implements Election {
       // still running on it stops before the next leader's term can start.
       const ended = new AbortController();
       this.current = { lock, ended };
-      return { done: false, value: { term, signal: AbortSignal.any([lock.signal, ended.signal]), id: this.id } };
+      return { done: false, value: termOf(term, this.id, lock, ended.signal, this.host.label(), this.name) };
     }
   }
 

@@ -1,4 +1,5 @@
 import type { Grant } from './backend.js';
+import { checkedOnRead } from './clock-signal.js';
 
 /**
  * What a client knows about one lock it holds: the grant, the timing of the lease, and how many
@@ -14,11 +15,27 @@ export class Lease {
   renewing = false;
   private abortController: AbortController | undefined;
 
-  /** Made on first use: most locks are released without anyone looking at their signal, and an
-   * AbortController costs more than the rest of an in-memory acquire. */
+  /**
+   * Made on first use: most locks are released without anyone looking at their signal, and an
+   * AbortController costs more than the rest of an in-memory acquire. Its signal reads the clock
+   * (clock-signal.ts): a signal saved before a stall says aborted at the first read after it.
+   */
   get controller(): AbortController {
-    this.abortController ??= new AbortController();
+    if (this.abortController === undefined) {
+      this.abortController = new AbortController();
+      checkedOnRead(this.abortController.signal, () => this.checkClock());
+    }
     return this.abortController;
+  }
+
+  /**
+   * Declares the lease lost (through `expire`, the client's bookkeeping) when its local deadline has
+   * passed while it is still held: every read of a hold's state calls this first, so a process that
+   * was paused learns of the loss at its first look, before any timer runs. A lease whose holds were
+   * all released is over and no longer the caller's concern.
+   */
+  checkClock(): void {
+    if (!this.lost && this.holds > 0 && Date.now() >= this.expiresAt) this.expire(this);
   }
 
   constructor(
@@ -30,6 +47,8 @@ export class Lease {
     readonly autoRenew: boolean,
     readonly sessionBound: boolean,
     sentAt: number,
+    /** Declares this lease lost because its deadline passed (the client's markLost). */
+    private readonly expire: (lease: Lease) => void,
     /** Its id in the client's table: (key, owner) for the mutex, see kinds.ts for the others. */
     readonly id: string = leaseId(fullKey, owner),
   ) {
@@ -55,7 +74,9 @@ export class Lease {
   /**
    * The lease runs from when the request was SENT (the server started it later, so we err early),
    * minus a drift allowance of 1% + 2 ms for clocks that run at slightly different rates (the
-   * drift factor of the Redlock algorithm, seed 004). Session-bound leases do not expire by time.
+   * drift factor of the Redlock algorithm, seed 004). Session-bound leases have no ttl of their own:
+   * their backend bounds them with `grant.validUntil` (ZooKeeper: the last server contact + the
+   * session timeout), or nothing does.
    */
   private deadlineFrom(sentAt: number): number {
     if (this.sessionBound) return Number.POSITIVE_INFINITY;

@@ -1,13 +1,14 @@
 import type { Lease } from './lease.js';
 import { inspectSafely } from './adapter/safe-inspect.js';
+import { LockLostError } from './errors.js';
 import type { Lock } from './types.js';
 
 /** The operations a handle delegates to its client: the policy stays in one place. */
 export interface HandleOwner {
   renewHandle(handle: LockHandle): Promise<void>;
   releaseHandle(handle: LockHandle): Promise<void>;
-  /** Declares the lease lost if its deadline has passed (a paused process sees it on the next read). */
-  checkDeadline(lease: Lease): void;
+  /** The backend's name, for the errors a handle throws itself. */
+  readonly backend: string;
 }
 
 /** One hold of a lease. Re-entries get their own handle; each must be released. */
@@ -32,15 +33,22 @@ export class LockHandle implements Lock {
     return this.lease.grant.fence;
   }
 
+  /** The lease's signal: reading its state checks the lease deadline first (lease.ts). */
   get signal(): AbortSignal {
-    if (!this.released) this.client.checkDeadline(this.lease);
     return this.lease.controller.signal;
   }
 
   get held(): boolean {
     if (this.released) return false;
-    this.client.checkDeadline(this.lease);
+    this.lease.checkClock();
     return !this.lease.lost;
+  }
+
+  assertHeld(): void {
+    const context = { key: this.key, backend: this.client.backend };
+    if (this.released) throw new LockLostError('the lock was released', context);
+    this.lease.checkClock();
+    if (this.lease.lost) throw lossOf(this.lease.controller.signal.reason, context);
   }
 
   renew(): Promise<void> {
@@ -56,6 +64,13 @@ export class LockHandle implements Lock {
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
+}
+
+/** What assertHeld throws for a lost lease: its own LockLostError, or one that wraps why it ended (close()). */
+export function lossOf(reason: unknown, context: { key: string; backend: string }): LockLostError {
+  if (reason instanceof LockLostError) return reason;
+  const why = reason instanceof Error ? reason.message : 'the lock is no longer held';
+  return new LockLostError(why, { ...context, cause: reason });
 }
 
 // A lock prints as what it is, never as its client (and through it the backend's connections).

@@ -1,6 +1,7 @@
 import type { AcquireRequest, Grant, LockBackend } from './backend.js';
 import type { AcquirePlan } from './acquire-plan.js';
-import { InvalidArgumentError } from './errors.js';
+import { checkedOnRead } from './clock-signal.js';
+import { InvalidArgumentError, LockLostError } from './errors.js';
 import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
@@ -20,7 +21,7 @@ import { waitForTurn } from './wait-for-turn.js';
 export async function acquireAll(host: PrimitiveHost, keys: readonly string[], options: AcquireOptions | undefined): Promise<MultiLock> {
   validateKeys(keys, host.label());
   validateAcquireOptions(keys[0], options, host.label(), true);
-  const label = keys.join(', ');
+  const label = multiLabel(keys);
   host.assertOpen(label);
   const backend = await host.backend();
   host.assertOpen(label);
@@ -48,6 +49,11 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
       },
     );
   });
+}
+
+/** How a set of keys is named in errors and spans: all of a few, else the first and the count (7,000 keys joined made a 50 kB message). */
+export function multiLabel(keys: readonly string[]): string {
+  return keys.length <= 3 ? keys.join(', ') : `${keys[0]}, ... (${keys.length} keys)`;
 }
 
 function validateKeys(keys: unknown, backend: string): asserts keys is readonly string[] {
@@ -86,7 +92,7 @@ async function oneByOne(host: PrimitiveHost, ordered: readonly AcquirePlan[], op
     await releaseInReverse(locks).catch(() => undefined);
     throw error;
   }
-  return new MultiLockHandle(locks, ordered[0]!.owner);
+  return new MultiLockHandle(locks, ordered[0]!.owner, host.label());
 }
 
 function requestsFor(host: PrimitiveHost, ordered: readonly AcquirePlan[], onContended?: () => void): AcquireRequest[] {
@@ -111,7 +117,7 @@ async function atomic(
   const deadline = startedAt + first.waitMs;
   const signal = anySignal(first.signal, host.closing);
   const requests = requestsFor(host, ordered);
-  const label = ordered.map((plan) => plan.userKey).join(', ');
+  const label = multiLabel(ordered.map((plan) => plan.userKey));
   for (let attempts = 1; ; attempts += 1) {
     const sentAt = Date.now();
     const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests));
@@ -123,6 +129,7 @@ async function atomic(
       return new MultiLockHandle(
         result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
         first.owner,
+        backend.name,
       );
     }
     const busy = ordered.find((plan) => plan.fullKey === result.busyKey) ?? first;
@@ -149,7 +156,7 @@ async function queued(
     reported = true;
     host.emit('contended', { key: first.userKey, owner: first.owner, attempt: 1 });
   });
-  const label = ordered.map((plan) => plan.userKey).join(', ');
+  const label = multiLabel(ordered.map((plan) => plan.userKey));
   const sentAt = Date.now();
   const deadline = startedAt + first.waitMs;
   const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, deadline, signal), { waitUntil: deadline });
@@ -159,6 +166,7 @@ async function queued(
   return new MultiLockHandle(
     grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
     first.owner,
+    backend.name,
   );
 }
 
@@ -189,6 +197,7 @@ class MultiLockHandle implements MultiLock {
   constructor(
     readonly locks: readonly Lock[],
     readonly owner: string,
+    private readonly backendName: string,
   ) {
     this.keys = locks.map((lock) => lock.key);
     this.fences = new Map(locks.map((lock) => [lock.key, lock.fence]));
@@ -196,6 +205,11 @@ class MultiLockHandle implements MultiLock {
       if (lock.signal.aborted) this.lossController.abort(lock.signal.reason);
       else lock.signal.addEventListener('abort', () => this.lossController.abort(lock.signal.reason), { once: true });
     }
+    // A read of the signal looks at every lock's deadline first: the first one found past it aborts
+    // its own signal, whose listener above aborts this one in the same synchronous run.
+    checkedOnRead(this.lossController.signal, () => {
+      for (const lock of this.locks) if (!lock.held) return;
+    });
   }
 
   get signal(): AbortSignal {
@@ -204,6 +218,12 @@ class MultiLockHandle implements MultiLock {
 
   get held(): boolean {
     return this.releasing === undefined && this.locks.every((lock) => lock.held);
+  }
+
+  assertHeld(): void {
+    if (this.releasing !== undefined)
+      throw new LockLostError('the locks were released', { key: multiLabel(this.keys), backend: this.backendName });
+    for (const lock of this.locks) lock.assertHeld();
   }
 
   async renew(): Promise<void> {

@@ -9,10 +9,12 @@ export interface MultiLock extends AsyncDisposable {
   readonly fences: ReadonlyMap<string, number | undefined>;
   /** The per-key locks, in the order they were taken. */
   readonly locks: readonly Lock[];
-  /** Aborts as soon as any of the locks is lost (reason: its LockLostError). */
+  /** Aborts as soon as any of the locks is lost (reason: its LockLostError); reading it checks every lock's deadline. */
   readonly signal: AbortSignal;
   /** True until released, or until any one of the locks is lost. */
   readonly held: boolean;
+  /** Throws LockLostError unless every lock is held and within its local deadline: call it just before a protected write. */
+  assertHeld(): void;
   /** Renews every lock; rejects with the first LockLostError if any is gone. */
   renew(): Promise<void>;
   /** Releases every lock, in reverse order. Idempotent. */
@@ -35,8 +37,10 @@ export interface ElectOptions {
 export interface Term {
   /** Strictly increasing per election across all leaders: pass it to resources as a fencing token. */
   readonly term: number;
-  /** Aborts when the leadership is lost (session expiry, failed renewal) or given up. */
+  /** Aborts when the leadership is lost (session expiry, failed renewal) or given up; reading it checks the term's deadline. */
   readonly signal: AbortSignal;
+  /** Throws LockLostError unless we still lead within the term's local deadline: call it just before a protected write. */
+  assertHeld(): void;
   /** Our participant id. */
   readonly id: string;
 }

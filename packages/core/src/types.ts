@@ -28,14 +28,24 @@ export interface Lock extends AsyncDisposable {
   readonly owner: string;
   /** Strictly increasing per key across holders, where the backend supports fencing; else undefined. */
   readonly fence: number | undefined;
-  /** Aborts when the lock is known to be lost (reason: a LockLostError). Pass it to the protected work. */
+  /**
+   * Aborts when the lock is known to be lost (reason: a LockLostError). Pass it to the protected work.
+   * Reading `aborted`, `reason` or `throwIfAborted()` checks the local lease deadline first, so it is
+   * exact even after a stall; an 'abort' listener runs only when the event loop gets to it.
+   */
   readonly signal: AbortSignal;
   /** Extends the lease by its ttl. Rejects with LockLostError if the lock is gone. */
   renew(): Promise<void>;
   /** Gives the lock up. Idempotent for the holder; never removes another owner's lock. */
   release(): Promise<void>;
-  /** True until released or lost. */
+  /** True until released or lost; false at once when the local lease deadline has passed. */
   readonly held: boolean;
+  /**
+   * Synchronous check to call just before a protected write: throws LockLostError if the lock was
+   * released, is lost, or is past its local lease deadline (say, after a GC pause). It narrows the
+   * window, it cannot close it: the resource checking `fence` is the complete answer.
+   */
+  assertHeld(): void;
 }
 
 export interface LockEvents {

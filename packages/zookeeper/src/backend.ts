@@ -15,6 +15,7 @@ import {
 import { checkAll } from './check-all.js';
 import { nodeNameOf, readLeader, runElectionRecipe } from './election.js';
 import { runMultiLockRecipe } from './multi-recipe.js';
+import { checkMultiFits } from './multi-size.js';
 import { GuaranteedDeletes } from './guaranteed-deletes.js';
 import { lockPath } from './naming.js';
 import { isNoNode, remove, stat, zxid } from './operations.js';
@@ -54,6 +55,33 @@ export interface ZooKeeperGrant extends Grant {
   readonly lockPath: string;
   /** A semaphore's path (its `locks` and `leases` children and itself are swept when emptied). */
   readonly semaphorePath?: string;
+}
+
+/**
+ * A grant whose `validUntil` is its session's (ZooKeeperSession.validUntil), read live by core: the
+ * lock is bounded by the last server contact + the session timeout, and no timer or per-lock write
+ * is needed to move it forward.
+ */
+class SessionGrant implements ZooKeeperGrant {
+  readonly #session: ZooKeeperSession;
+  readonly semaphorePath?: string;
+
+  constructor(
+    session: ZooKeeperSession,
+    readonly key: string,
+    readonly owner: string,
+    readonly token: string,
+    readonly fence: number,
+    readonly lockPath: string,
+    semaphorePath?: string,
+  ) {
+    this.#session = session;
+    if (semaphorePath !== undefined) this.semaphorePath = semaphorePath;
+  }
+
+  get validUntil(): number {
+    return this.#session.validUntil;
+  }
 }
 
 export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend {
@@ -104,8 +132,13 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
 
   /** Multi-lock: our node under every path in one multi, then a wait path by path (multi-recipe.ts). */
   acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
-    const key = requests.map((each) => each.key).join(', ');
+    const key = requests.length <= 3 ? requests.map((each) => each.key).join(', ') : `${requests[0]?.key}, ... (${requests.length} keys)`;
     return this.guard('acquire', key, async () => {
+      checkMultiFits(
+        requests.map((each) => ({ lockPath: lockPath(this.options.basePath, each.key), data: Buffer.from(each.owner, 'utf8') })),
+        this.options.juteMaxBuffer,
+        key,
+      );
       const client = await this.session.ready(Number.POSITIVE_INFINITY, key);
       if (this.abandoned.hasPending) await this.abandoned.retry();
       const runs = requests.map((each) => this.recipeRun(client, each, Buffer.from(each.owner, 'utf8')));
@@ -244,14 +277,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
         else if (wait) await this.parents.schedule(run.lockPath);
         return undefined;
       }
-      const grant: ZooKeeperGrant = {
-        key: request.key,
-        owner: request.owner,
-        token: ours.path,
-        fence: zxid(ours.czxid),
-        lockPath: run.lockPath,
-        ...(semaphorePath === undefined ? {} : { semaphorePath }),
-      };
+      const grant = new SessionGrant(this.session, request.key, request.owner, ours.path, zxid(ours.czxid), run.lockPath, semaphorePath);
       this.session.track(grant, request.onLost);
       return grant;
     });
@@ -272,7 +298,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
 
   /** A held node as a grant, tracked so that the end of the session is reported as its loss. */
   private grantFor(request: AcquireRequest, path: string, czxid: Buffer, nodeLockPath: string): ZooKeeperGrant {
-    const grant: ZooKeeperGrant = { key: request.key, owner: request.owner, token: path, fence: zxid(czxid), lockPath: nodeLockPath };
+    const grant = new SessionGrant(this.session, request.key, request.owner, path, zxid(czxid), nodeLockPath);
     this.session.track(grant, request.onLost);
     return grant;
   }

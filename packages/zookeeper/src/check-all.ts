@@ -36,16 +36,21 @@ async function checkFrom(
   while (from < to) {
     const transaction = client.transaction();
     for (let i = from; i < to; i++) transaction.check(paths[i]!);
-    const failedAt = await request<number>('multi check', deadline, (done) =>
-      transaction.commit((error: unknown, results: readonly MultiResult[] | undefined) => {
-        if (!error) return done(null, -1);
-        const index = (results ?? []).findIndex(
-          (r) => r.err !== undefined && r.err !== Exception.OK && r.err !== Exception.RUNTIME_INCONSISTENCY,
-        );
-        // Only a missing node is an answer about that lock; anything else (connection loss) is the request's failure.
-        if (index < 0 || errorCode(error) !== Exception.NO_NODE) return done(error);
-        done(null, index);
-      }),
+    const failedAt = await request<number>(
+      'multi check',
+      deadline,
+      (done) =>
+        transaction.commit((error: unknown, results: readonly MultiResult[] | undefined) => {
+          if (!error) return done(null, -1);
+          const index = (results ?? []).findIndex(
+            (r) => r.err !== undefined && r.err !== Exception.OK && r.err !== Exception.RUNTIME_INCONSISTENCY,
+          );
+          // Only a missing node is an answer about that lock; anything else (connection loss) is the request's failure.
+          if (index < 0 || errorCode(error) !== Exception.NO_NODE) return done(error);
+          done(null, index);
+        }),
+      undefined,
+      client,
     );
     if (failedAt < 0) return;
     exists[from + failedAt] = false;

@@ -52,6 +52,34 @@ export function afterMs(client: Client, ms: number, expire: () => void): { cance
   return { cancel: () => clearTimeout(timer) };
 }
 
+/** Who hears of each answer the server gives on a client's session (session.ts: its local deadline). */
+const contacts = new WeakMap<Client, (sentAt: number) => void>();
+
+/**
+ * Calls `heard(sentAt)` with the send time of every request on `client` that the server answered:
+ * the server had our session alive when it read it, so it cannot expire the session before
+ * sentAt + the session timeout. The send time, not the arrival of the reply: after a stall a reply
+ * that waited in the socket says nothing about how long ago the server last heard from us.
+ */
+export function onServerContact(client: Client, heard: (sentAt: number) => void): void {
+  contacts.set(client, heard);
+}
+
+/** Replies the server itself gave (success, or an answer about the data); not a lost connection or an expired session. */
+const answerCodes: ReadonlySet<number> = new Set([
+  Exception.NO_NODE,
+  Exception.NODE_EXISTS,
+  Exception.BAD_VERSION,
+  Exception.NOT_EMPTY,
+  Exception.NO_CHILDREN_FOR_EPHEMERALS,
+]);
+
+function isServerAnswer(error: unknown): boolean {
+  if (!error) return true;
+  const code = errorCode(error);
+  return code !== undefined && answerCodes.has(code);
+}
+
 /**
  * Runs one callback-style request, rejecting with OperationTimeoutError at `deadline`. `late` sees
  * the real outcome of a request that completed after we stopped waiting (to undo a late create).
@@ -66,16 +94,19 @@ export function request<T>(
 ): Promise<T> {
   if (client !== undefined) batchWrites(client);
   const wheel = client === undefined ? undefined : wheels.get(client);
+  const heard = client === undefined ? undefined : contacts.get(client);
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     const expire = (): void => {
       settled = true;
       reject(new OperationTimeoutError(operation));
     };
-    const waitMs = Math.max(0, deadline - Date.now());
+    const sentAt = Date.now();
+    const waitMs = Math.max(0, deadline - sentAt);
     const watch = wheel?.watch(waitMs, expire);
     const timer = watch === undefined ? setTimeout(expire, waitMs) : undefined;
     start((error, value) => {
+      if (heard !== undefined && isServerAnswer(error)) heard(sentAt);
       if (settled) {
         if (!error && late) late(value as T);
         return;

@@ -2,6 +2,7 @@ import {
   choiceOption,
   definedEntries,
   durationOption,
+  integerOption,
   InvalidArgumentError,
   parseHostList,
   rejectUnknownNames,
@@ -9,6 +10,7 @@ import {
   stringOption,
   urlParameters,
 } from '@deadbolt/core/adapter';
+import { defaultJuteMaxBuffer } from './multi-size.js';
 
 /**
  * When a held lock is reported lost. ZooKeeper itself only ends a lock when the session EXPIRES; a
@@ -39,6 +41,11 @@ export interface ZooKeeperBackendOptions {
    * chroot `/apps/billing` puts key K at `/apps/billing/deadbolt/locks/K`. Applied client-side.
    */
   readonly chroot?: string;
+  /**
+   * The servers' `jute.maxbuffer` in bytes (default 1048575, ZooKeeper's own): an acquireAll whose one
+   * multi request would be longer is refused with InvalidArgumentError before any I/O.
+   */
+  readonly juteMaxBuffer?: number;
 }
 
 export interface ResolvedZooKeeperOptions {
@@ -50,6 +57,8 @@ export interface ResolvedZooKeeperOptions {
   readonly lostOn: ZooKeeperLostOn;
   /** How long after a release an emptied lock parent is deleted (0: at once). */
   readonly parentCleanupDelayMs: number;
+  /** The longest request the servers accept (their jute.maxbuffer). */
+  readonly juteMaxBuffer: number;
 }
 
 export const defaultBasePath = '/deadbolt/locks';
@@ -65,6 +74,7 @@ const urlParameterNames: ReadonlySet<string> = new Set([
   'operationTimeoutMs',
   'lostOn',
   'parentCleanupDelayMs',
+  'juteMaxBuffer',
   'prefix',
 ]);
 const objectOptions: ReadonlySet<string> = new Set([
@@ -75,6 +85,7 @@ const objectOptions: ReadonlySet<string> = new Set([
   'operationTimeoutMs',
   'lostOn',
   'parentCleanupDelayMs',
+  'juteMaxBuffer',
   'prefix',
   'chroot',
 ]);
@@ -150,5 +161,6 @@ export function resolveZooKeeperOptions(
       backend,
       0,
     ),
+    juteMaxBuffer: integerOption('juteMaxBuffer', merged['juteMaxBuffer'] ?? defaultJuteMaxBuffer, backend, 1024, 2 ** 31 - 1),
   });
 }

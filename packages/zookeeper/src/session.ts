@@ -1,9 +1,10 @@
 import { BackendUnavailableError, DeadlineWheel, LockLostError, type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
+import { stampConnects } from './connect-stamp.js';
 import { Heartbeat } from './heartbeat.js';
 import { ReadTimeout } from './read-timeout.js';
-import { boundOnWheel } from './operations.js';
+import { boundOnWheel, onServerContact } from './operations.js';
 import { dropStaleFramesOnReconnect } from './stale-frames.js';
 import { readWholeFrames } from './whole-frames.js';
 import { wrapXids } from './xid-wrap.js';
@@ -46,6 +47,8 @@ export class ZooKeeperSession {
   /** Date.now() at which the server last certainly heard from us (send time of an answered request). */
   private lastHeardAt = 0;
   private heartbeat: Heartbeat | undefined;
+  /** When the current client last sent a ConnectRequest (connect-stamp.ts). */
+  private connectSentAt: (() => number | undefined) | undefined;
   private readTimeout: ReadTimeout | undefined;
   private disconnectTimer: NodeJS.Timeout | undefined;
   private readonly held = new Map<string, Held>();
@@ -110,10 +113,22 @@ export class ZooKeeperSession {
     return { sessionId: this.client.getSessionId(), password: this.client.getSessionPassword() };
   }
 
+  /**
+   * Local time until which the server surely keeps our session, and with it every lock held on it:
+   * the send time of the last request it answered + the negotiated session timeout - the drift
+   * allowance core applies to ttl leases (1% + 2 ms). Every held grant reads it live (SessionGrant
+   * in backend.ts), so one answer moves the deadline of 10,000 locks by one assignment, and a
+   * holder stalled past it (a GC pause, SIGSTOP) reads `held === false` at once, before any timer or
+   * reply is processed: Curator treats the same silence as SUSPENDED.
+   */
+  get validUntil(): number {
+    const timeoutMs = this.client?.getSessionTimeout() || this.options.sessionTimeoutMs;
+    return this.lastHeardAt + timeoutMs - Math.ceil(timeoutMs * 0.01) - 2;
+  }
+
   track(grant: Grant, onLost: (grant: Grant, cause: Error) => void): void {
+    // The grant's own requests already moved lastHeardAt (operations.ts tells us of every answer).
     this.held.set(grant.token, { grant, onLost });
-    // The grant's answer just came: the server heard from us a moment ago.
-    this.lastHeardAt = Math.max(this.lastHeardAt, Date.now());
     this.heartbeat?.start();
   }
 
@@ -143,6 +158,8 @@ export class ZooKeeperSession {
     });
     this.client = client;
     boundOnWheel(client, this.deadlines);
+    onServerContact(client, (sentAt) => this.heard(client, sentAt));
+    this.connectSentAt = stampConnects(client);
     dropStaleFramesOnReconnect(client);
     readWholeFrames(client);
     wrapXids(client);
@@ -182,7 +199,8 @@ export class ZooKeeperSession {
   private reconnected(): void {
     this.connected = true;
     this.everConnected = true;
-    this.lastHeardAt = Date.now();
+    // The server accepted our session when it read our ConnectRequest: its send time counts.
+    this.lastHeardAt = Math.max(this.lastHeardAt, this.connectSentAt?.() ?? Date.now());
     this.readTimeout?.start();
     clearTimeout(this.disconnectTimer);
     this.disconnectTimer = undefined;
