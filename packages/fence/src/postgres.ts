@@ -71,6 +71,9 @@ export async function createFenceTable(queryable: Queryable, options?: FenceTabl
   await ensureTable(queryable, table);
 }
 
+/** unique_violation (pg_type's index), duplicate_table, duplicate_object (the row type). */
+const alreadyCreated: ReadonlySet<string> = new Set(['23505', '42P07', '42710']);
+
 async function ensureTable(queryable: Queryable, table: string): Promise<void> {
   const seen = known.get(queryable);
   if (seen?.has(table)) return;
@@ -83,10 +86,12 @@ async function ensureTable(queryable: Queryable, table: string): Promise<void> {
         [],
       );
     } catch (error) {
-      // Outside a transaction the advisory lock ends with its statement: a racing creator can win.
-      const code = (error as { code?: unknown }).code;
-      if (code !== '23505' && code !== '42P07') throw error;
+      // Outside a transaction the advisory lock ends with its statement: a racing creator can win,
+      // and this one fails on the catalog (the table, or its row type, already exists).
+      if (!alreadyCreated.has(String((error as { code?: unknown }).code))) throw error;
     }
+    // Not remembered: this transaction may yet roll the table back. The next call checks again.
+    return;
   }
   if (seen === undefined) known.set(queryable, new Set([table]));
   else seen.add(table);

@@ -1,0 +1,190 @@
+import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
+import { InvalidArgumentError } from '@deadbolt/core';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { StaleFenceError } from '../src/index.js';
+import { admitFence, createFenceTable } from '../src/postgres.js';
+import { Clients, waitsOnLock } from './pg-support.js';
+
+let server: PostgresServerHandle;
+let admin: pg.Client;
+const clients = new Clients(() => server.url);
+
+beforeAll(async () => {
+  server = await startPostgres();
+  admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+});
+afterEach(() => clients.endAll());
+afterAll(async () => {
+  await admin?.end();
+  await server?.stop();
+});
+
+/** One transaction on its own connection: admit, then run `write`, then commit. */
+async function fencedTransaction(resource: string, fence: number, write: (client: pg.Client) => Promise<unknown>): Promise<void> {
+  const client = await clients.open();
+  await client.query('BEGIN');
+  try {
+    await admitFence(client, resource, fence);
+    await write(client);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  }
+}
+
+const recorded = async (resource: string, table = 'deadbolt_fences'): Promise<string | undefined> =>
+  (await admin.query<{ fence: string }>(`SELECT fence::text AS fence FROM "${table}" WHERE resource = $1`, [resource])).rows[0]?.fence;
+
+describe('admitFence on PostgreSQL', () => {
+  it('admits a first fence, a larger one and an equal one; refuses a smaller one with StaleFenceError, the write rolled back', async () => {
+    await admin.query('CREATE TABLE IF NOT EXISTS accounts (id text PRIMARY KEY, balance int)');
+    await admin.query("INSERT INTO accounts VALUES ('a', 0) ON CONFLICT (id) DO UPDATE SET balance = 0");
+    const setBalance = (balance: number) => (client: pg.Client) =>
+      client.query("UPDATE accounts SET balance = $1 WHERE id = 'a'", [balance]);
+    await fencedTransaction('account:a', 5, setBalance(5));
+    await fencedTransaction('account:a', 9, setBalance(9));
+    await fencedTransaction('account:a', 9, setBalance(99));
+    const stale = await fencedTransaction('account:a', 8, setBalance(8)).catch((error: unknown) => error);
+    expect(stale).toBeInstanceOf(StaleFenceError);
+    expect(stale).toMatchObject({ resource: 'account:a', fence: 8, newerFence: 9, code: 'STALE_FENCE' });
+    expect((stale as Error).message).toMatch(/stale fence 8.*newer holder.*fence 9.*lost its lock.*do not retry/);
+    expect((await admin.query("SELECT balance FROM accounts WHERE id = 'a'")).rows[0]).toEqual({ balance: 99 });
+    expect(await recorded('account:a')).toBe('9');
+  });
+
+  it('a rolled-back admission leaves the recorded fence as it was', async () => {
+    await fencedTransaction('rollback', 3, async () => undefined);
+    await expect(
+      fencedTransaction('rollback', 10, async () => {
+        throw new Error('the write failed');
+      }),
+    ).rejects.toThrow('the write failed');
+    expect(await recorded('rollback')).toBe('3');
+    await fencedTransaction('rollback', 4, async () => undefined);
+  });
+
+  it('stores every resource name exactly, quotes and SQL and unicode included, each with its own record', async () => {
+    const names = [
+      "it's",
+      '"; drop table deadbolt_fences; --',
+      "'; drop table x; --",
+      'зам\u00f6k 🔒',
+      'a\\b',
+      '$1',
+      'x'.repeat(5_000),
+      ' ',
+    ];
+    for (const [index, name] of names.entries()) await fencedTransaction(name, 100 + index, async () => undefined);
+    for (const [index, name] of names.entries()) expect(await recorded(name), name).toBe(String(100 + index));
+    for (const name of names) await expect(fencedTransaction(name, 1, async () => undefined)).rejects.toBeInstanceOf(StaleFenceError);
+  });
+
+  it('keeps fences up to Number.MAX_SAFE_INTEGER exactly', async () => {
+    await fencedTransaction('big', Number.MAX_SAFE_INTEGER - 1, async () => undefined);
+    await fencedTransaction('big', Number.MAX_SAFE_INTEGER, async () => undefined);
+    const stale = await fencedTransaction('big', Number.MAX_SAFE_INTEGER - 1, async () => undefined).catch((error: unknown) => error);
+    expect(stale).toMatchObject({ newerFence: Number.MAX_SAFE_INTEGER });
+  });
+
+  it('uses the table and schema named in options, quoted, created on first use', async () => {
+    await admin.query('CREATE SCHEMA IF NOT EXISTS "Fencing"');
+    const client = await clients.open();
+    await client.query('BEGIN');
+    await admitFence(client, 'r', 7, { schema: 'Fencing', table: 'Order_Fences' });
+    await client.query('COMMIT');
+    const { rows } = await admin.query('SELECT resource, fence::int AS fence FROM "Fencing"."Order_Fences"');
+    expect(rows).toEqual([{ resource: 'r', fence: 7 }]);
+  });
+
+  it('first callers that create the table at once all succeed, in transactions and outside them', async () => {
+    const inTransactions = Array.from({ length: 6 }, (_, index) => fencedTransactionOn('race_tx', `r${index}`, index));
+    await Promise.all(inTransactions);
+    const outside = await Promise.all(Array.from({ length: 6 }, () => clients.open()));
+    await Promise.all(outside.map((client, index) => admitFence(client, `r${index}`, index, { table: 'race_autocommit' })));
+    expect((await admin.query('SELECT count(*)::int AS n FROM race_tx')).rows[0]).toEqual({ n: 6 });
+    expect((await admin.query('SELECT count(*)::int AS n FROM race_autocommit')).rows[0]).toEqual({ n: 6 });
+  });
+
+  it('a table created in a transaction that rolled back is created again by the next call', async () => {
+    const client = await clients.open();
+    await client.query('BEGIN');
+    await admitFence(client, 'r', 1, { table: 'rolled_back' });
+    await client.query('ROLLBACK');
+    await client.query('BEGIN');
+    await admitFence(client, 'r', 2, { table: 'rolled_back' });
+    await client.query('COMMIT');
+    expect(await recorded('r', 'rolled_back')).toBe('2');
+  });
+
+  it('createFenceTable creates the table ahead, once', async () => {
+    await createFenceTable(admin, { table: 'ahead' });
+    await createFenceTable(admin, { table: 'ahead' });
+    expect((await admin.query("SELECT to_regclass('ahead') IS NOT NULL AS present")).rows[0]).toEqual({ present: true });
+  });
+
+  it('refuses a pg.Pool (each query would run outside the transaction) before any I/O', async () => {
+    const pool = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
+    try {
+      await expect(admitFence(pool, 'r', 1)).rejects.toThrow(InvalidArgumentError);
+      await expect(admitFence(pool, 'r', 1)).rejects.toThrow(/pool\.connect\(\)/);
+      expect(pool.totalCount).toBe(0);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+async function fencedTransactionOn(table: string, resource: string, fence: number): Promise<void> {
+  const client = await clients.open();
+  await client.query('BEGIN');
+  await admitFence(client, resource, fence, { table });
+  await client.query('COMMIT');
+}
+
+describe('admitFence orders the transactions of one resource', () => {
+  it('a larger fence admitted while a smaller one is open waits for its commit, then goes after it', async () => {
+    await admin.query('CREATE TABLE IF NOT EXISTS history (id text PRIMARY KEY, fences bigint[] NOT NULL)');
+    await admin.query("INSERT INTO history VALUES ('ordered', '{}')");
+    const [a, b] = [await clients.open(), await clients.open()];
+    await a.query('BEGIN');
+    await b.query('BEGIN');
+    await admitFence(a, 'ordered', 6);
+    const bAdmitted = admitFence(b, 'ordered', 7);
+    await waitsOnLock(admin, b);
+    await a.query("UPDATE history SET fences = fences || 6::bigint WHERE id = 'ordered'");
+    await a.query('COMMIT');
+    await bAdmitted;
+    await b.query("UPDATE history SET fences = fences || 7::bigint WHERE id = 'ordered'");
+    await b.query('COMMIT');
+    expect((await admin.query("SELECT fences::text FROM history WHERE id = 'ordered'")).rows[0]).toEqual({ fences: '{6,7}' });
+  });
+
+  it('a smaller fence that arrives while a larger one is open waits for its commit, then is refused with the committed fence', async () => {
+    const [a, b] = [await clients.open(), await clients.open()];
+    await a.query('BEGIN');
+    await b.query('BEGIN');
+    await admitFence(b, 'late', 7);
+    const aAdmitted = admitFence(a, 'late', 6).catch((error: unknown) => error);
+    await waitsOnLock(admin, a);
+    await b.query('COMMIT');
+    expect(await aAdmitted).toMatchObject({ name: 'StaleFenceError', fence: 6, newerFence: 7 });
+    await a.query('ROLLBACK');
+  });
+
+  it('a refused transaction holds the row until it ends: a larger fence waits for it', async () => {
+    await fencedTransaction('held', 5, async () => undefined);
+    const [refused, next] = [await clients.open(), await clients.open()];
+    await refused.query('BEGIN');
+    await expect(admitFence(refused, 'held', 4)).rejects.toBeInstanceOf(StaleFenceError);
+    await next.query('BEGIN');
+    const nextAdmitted = admitFence(next, 'held', 6);
+    await waitsOnLock(admin, next);
+    await refused.query('ROLLBACK');
+    await nextAdmitted;
+    await next.query('COMMIT');
+    expect(await recorded('held')).toBe('6');
+  });
+});
