@@ -53,6 +53,21 @@ function checkQueryable(queryable: unknown): asserts queryable is Queryable {
   }
 }
 
+/**
+ * pg (8.13 and later) says after each statement whether its session is in a transaction block:
+ * idle after ours means the statement was its own transaction, and the row lock has already ended.
+ * Checked after the statement, not before: a BEGIN queued but not yet answered counts as in one.
+ */
+function outsideTransaction(queryable: Queryable): void {
+  const status = (queryable as { getTransactionStatus?: () => unknown }).getTransactionStatus?.();
+  if (status === 'I') {
+    throw new InvalidArgumentError(
+      'queryable',
+      'admitFence ran outside a transaction, so nothing orders the write that follows it; run BEGIN first, then admitFence, then the writes, then COMMIT',
+    );
+  }
+}
+
 /** Tables seen to exist, per connection: later calls skip the check. */
 const known = new WeakMap<object, Set<string>>();
 
@@ -126,6 +141,7 @@ export async function admitFence(queryable: Queryable, resource: string, fence: 
       if ((error as { code?: unknown }).code === '42P01') known.get(queryable)?.delete(table);
       throw error;
     });
+  outsideTransaction(queryable);
   if (admitted.rows.length > 0) return;
   const newer = await queryable.query(`SELECT fence::text AS fence FROM ${table} WHERE resource = $1`, [resource]);
   const recorded = (newer.rows[0] as { fence?: string } | undefined)?.fence;

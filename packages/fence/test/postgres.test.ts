@@ -103,7 +103,8 @@ describe('admitFence on PostgreSQL', () => {
     const inTransactions = Array.from({ length: 6 }, (_, index) => fencedTransactionOn('race_tx', `r${index}`, index));
     await Promise.all(inTransactions);
     const outside = await Promise.all(Array.from({ length: 6 }, () => clients.open()));
-    await Promise.all(outside.map((client, index) => admitFence(client, `r${index}`, index, { table: 'race_autocommit' })));
+    await Promise.all(outside.map((client) => createFenceTable(client, { table: 'race_autocommit' })));
+    for (const [index, client] of outside.entries()) await fencedTransactionOn('race_autocommit', `r${index}`, index, client);
     expect((await admin.query('SELECT count(*)::int AS n FROM race_tx')).rows[0]).toEqual({ n: 6 });
     expect((await admin.query('SELECT count(*)::int AS n FROM race_autocommit')).rows[0]).toEqual({ n: 6 });
   });
@@ -125,6 +126,16 @@ describe('admitFence on PostgreSQL', () => {
     expect((await admin.query("SELECT to_regclass('ahead') IS NOT NULL AS present")).rows[0]).toEqual({ present: true });
   });
 
+  it('refuses a connection outside a transaction (its row lock would already be gone), and then the same fence inside one is admitted', async () => {
+    const client = await clients.open();
+    const outside = await admitFence(client, 'autocommit', 3).catch((error: unknown) => error);
+    expect(outside).toBeInstanceOf(InvalidArgumentError);
+    expect((outside as Error).message).toMatch(/outside a transaction.*BEGIN first/);
+    await client.query('BEGIN');
+    await admitFence(client, 'autocommit', 3);
+    await client.query('COMMIT');
+  });
+
   it('refuses a pg.Pool (each query would run outside the transaction) before any I/O', async () => {
     const pool = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     try {
@@ -137,8 +148,8 @@ describe('admitFence on PostgreSQL', () => {
   });
 });
 
-async function fencedTransactionOn(table: string, resource: string, fence: number): Promise<void> {
-  const client = await clients.open();
+async function fencedTransactionOn(table: string, resource: string, fence: number, on?: pg.Client): Promise<void> {
+  const client = on ?? (await clients.open());
   await client.query('BEGIN');
   await admitFence(client, resource, fence, { table });
   await client.query('COMMIT');
