@@ -21,6 +21,16 @@ function checkClient(redis: unknown): void {
   if (redis === null || typeof redis !== 'object' || typeof (redis as RedisClient).evalsha !== 'function') {
     throw new InvalidArgumentError('redis', 'expected an ioredis Redis or Cluster client');
   }
+  // The record of a key must be the same for every client that writes it. ioredis would prefix the
+  // record's name too, so a prefixed and an unprefixed client would keep two records for one key
+  // (and on Cluster the prefixed record may land in another slot).
+  const prefix = (redis as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
+  if (typeof prefix === 'string' && prefix !== '') {
+    throw new InvalidArgumentError(
+      'redis',
+      `this client has keyPrefix ${JSON.stringify(prefix)}; use a client without keyPrefix and pass the full key (${JSON.stringify(prefix)} + key)`,
+    );
+  }
 }
 
 function checkValue(value: unknown, key: string): asserts value is string | Buffer {

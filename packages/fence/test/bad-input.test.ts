@@ -87,6 +87,14 @@ describe('bad input is an InvalidArgumentError before any I/O', () => {
     expect(calls).toEqual([]);
   });
 
+  it("an ioredis client with a keyPrefix (its records would differ from an unprefixed client's)", async () => {
+    const { calls, redis } = counting();
+    const prefixed = { ...redis, options: { keyPrefix: 'app:' } } as unknown as Redis;
+    await expect(fencedSet(prefixed, 'k', 'v', 1)).rejects.toThrow(/keyPrefix "app:".*without keyPrefix/);
+    await expect(fencedDel(prefixed, 'k', 1)).rejects.toThrow(InvalidArgumentError);
+    expect(calls).toEqual([]);
+  });
+
   it('a client that is not a client', async () => {
     await expect(admitFence({} as Queryable, 'r', 1)).rejects.toThrow(InvalidArgumentError);
     await expect(fencedSet(null as unknown as Redis, 'k', 'v', 1)).rejects.toThrow(InvalidArgumentError);

@@ -155,6 +155,29 @@ async function fencedTransactionOn(table: string, resource: string, fence: numbe
   await client.query('COMMIT');
 }
 
+describe("the README's pattern for a table of your own with a fence column", () => {
+  // The statement the README documents: the write and the check in one, a stale fence writes nothing.
+  const upsert = `INSERT INTO documents (id, body, fence) VALUES ($1, $2, $3)
+    ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, fence = EXCLUDED.fence
+    WHERE documents.fence <= EXCLUDED.fence`;
+  const write = async (id: string, body: string, fence: number): Promise<void> => {
+    const result = await admin.query(upsert, [id, body, fence]);
+    if (result.rowCount === 0) {
+      const { rows } = await admin.query<{ fence: string }>('SELECT fence::text AS fence FROM documents WHERE id = $1', [id]);
+      throw new StaleFenceError(id, fence, Number(rows[0]!.fence));
+    }
+  };
+
+  it('writes with a first, larger and equal fence; a smaller one changes nothing and is reported stale', async () => {
+    await admin.query('CREATE TABLE documents (id text PRIMARY KEY, body text NOT NULL, fence bigint NOT NULL)');
+    await write("doc'1", 'one', 4);
+    await write("doc'1", 'two', 6);
+    await write("doc'1", 'three', 6);
+    await expect(write("doc'1", 'stale', 5)).rejects.toMatchObject({ fence: 5, newerFence: 6 });
+    expect((await admin.query('SELECT body, fence::int AS fence FROM documents')).rows).toEqual([{ body: 'three', fence: 6 }]);
+  });
+});
+
 describe('admitFence orders the transactions of one resource', () => {
   it('a larger fence admitted while a smaller one is open waits for its commit, then goes after it', async () => {
     await admin.query('CREATE TABLE IF NOT EXISTS history (id text PRIMARY KEY, fences bigint[] NOT NULL)');
