@@ -54,8 +54,8 @@ function checkQueryable(queryable: unknown): asserts queryable is Queryable {
 }
 
 /**
- * pg (8.13 and later) says after each statement whether its session is in a transaction block:
- * idle after ours means the statement was its own transaction, and the row lock has already ended.
+ * pg (versions with getTransactionStatus) says after each statement whether its session is in a
+ * transaction block: idle after ours means the statement was its own transaction, and the row lock has already ended.
  * Checked after the statement, not before: a BEGIN queued but not yet answered counts as in one.
  */
 function outsideTransaction(queryable: Queryable): void {
