@@ -136,6 +136,38 @@ describe('admitFence on PostgreSQL', () => {
     await client.query('COMMIT');
   });
 
+  it("under REPEATABLE READ, an admission committed after the snapshot fails the transaction with pg's own serialization error (40001)", async () => {
+    await fencedTransaction('rr', 1, async () => undefined);
+    const client = await clients.open();
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await client.query('SELECT 1'); // the snapshot
+    await fencedTransaction('rr', 9, async () => undefined);
+    const error = await admitFence(client, 'rr', 10).catch((caught: unknown) => caught);
+    await client.query('ROLLBACK');
+    expect(error).toMatchObject({ code: '40001' });
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await admitFence(client, 'rr', 10);
+    await client.query('COMMIT');
+    expect(await recorded('rr')).toBe('10');
+  });
+
+  it("a server that stops answering: the client's own timeout error comes through, nothing hangs", async () => {
+    const client = new pg.Client({ connectionString: server.url, query_timeout: 1_000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await server.pause();
+      const started = performance.now();
+      const error = await admitFence(client, 'paused', 1).catch((caught: unknown) => caught);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      expect((error as Error).message).toMatch(/timeout/i);
+    } finally {
+      await server.resume();
+      await client.end().catch(() => undefined);
+    }
+  });
+
   it('refuses a pg.Pool (each query would run outside the transaction) before any I/O', async () => {
     const pool = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     try {

@@ -129,4 +129,24 @@ describe('fencedSet and fencedDel on Redis', () => {
       await Promise.all(writers.map((writer) => writer.quit()));
     }
   });
+
+  it("a server that stops answering: the client's own timeout error comes through and nothing hangs; a retry with the same fence is admitted", async () => {
+    const timed = new Redis(server.url, { maxRetriesPerRequest: 0, commandTimeout: 1_000 });
+    try {
+      await fencedSet(timed, 'paused', 'before', 1);
+      await server.pause();
+      const started = performance.now();
+      const error = await fencedSet(timed, 'paused', 'during', 2).catch((caught: unknown) => caught);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(/timed out/i);
+    } finally {
+      await server.resume();
+      timed.disconnect();
+    }
+    // A timeout does not say whether the write landed (the paused server ran it on resume): the
+    // holder may retry with the same fence, which is admitted.
+    await fencedSet(redis, 'paused', 'during', 2);
+    expect(await redis.get('paused')).toBe('during');
+  });
 });
