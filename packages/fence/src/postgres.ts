@@ -55,8 +55,8 @@ function checkQueryable(queryable: unknown): asserts queryable is Queryable {
 
 /**
  * pg (versions with getTransactionStatus) says after each statement whether its session is in a
- * transaction block: idle after ours means the statement was its own transaction, and the row lock has already ended.
- * Checked after the statement, not before: a BEGIN queued but not yet answered counts as in one.
+ * transaction block: idle after ours means the statement was its own transaction, and the row lock
+ * has already ended. Checked after the statement, not before: a BEGIN queued but not yet answered counts as in one.
  */
 function outsideTransaction(queryable: Queryable): void {
   const status = (queryable as { getTransactionStatus?: () => unknown }).getTransactionStatus?.();
