@@ -13,20 +13,21 @@ export interface Queryable {
 }
 
 export interface FenceTableOptions {
-  /** The table of fences (a plain identifier, at most 63 characters). Default `deadbolt_fences`. */
+  /** The table of fences (a plain identifier, at most 63 characters). Default `deadbolt_admitted_fences`. */
   readonly table?: string;
   /** Its schema (a plain identifier); default: the first schema of the connection's search_path. */
   readonly schema?: string;
 }
 
-export const defaultFenceTable = 'deadbolt_fences';
+/** Not `deadbolt_fences`: the PostgreSQL lock adapter names its own objects after that (`deadbolt_fences_epochs`, ...). */
+export const defaultFenceTable = 'deadbolt_admitted_fences';
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /** The quoted, schema-qualified name of the table; bad names are refused before any I/O. */
 function tableName(options: FenceTableOptions | undefined): string {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new InvalidArgumentError('options', 'expected an object such as { table: "deadbolt_fences" }');
+    throw new InvalidArgumentError('options', 'expected an object such as { table: "deadbolt_admitted_fences" }');
   }
   const table = options?.table ?? defaultFenceTable;
   const schema = options?.schema;

@@ -68,7 +68,7 @@ describe('bad input is an InvalidArgumentError before any I/O', () => {
     ['SQL', { table: 'x; drop table y' }],
     ['too long', { table: 'x'.repeat(64) }],
     ['a bad schema', { schema: 'public.x' }],
-    ['not an object', 'deadbolt_fences'],
+    ['not an object', 'deadbolt_admitted_fences'],
   ])('a table option with %s', async (_, options) => {
     const { calls, queryable } = counting();
     await expect(admitFence(queryable, 'r', 1, options as never)).rejects.toThrow(InvalidArgumentError);

@@ -35,7 +35,7 @@ async function fencedTransaction(resource: string, fence: number, write: (client
   }
 }
 
-const recorded = async (resource: string, table = 'deadbolt_fences'): Promise<string | undefined> =>
+const recorded = async (resource: string, table = 'deadbolt_admitted_fences'): Promise<string | undefined> =>
   (await admin.query<{ fence: string }>(`SELECT fence::text AS fence FROM "${table}" WHERE resource = $1`, [resource])).rows[0]?.fence;
 
 describe('admitFence on PostgreSQL', () => {
@@ -69,7 +69,7 @@ describe('admitFence on PostgreSQL', () => {
   it('stores every resource name exactly, quotes and SQL and unicode included, each with its own record', async () => {
     const names = [
       "it's",
-      '"; drop table deadbolt_fences; --',
+      '"; drop table deadbolt_admitted_fences; --',
       "'; drop table x; --",
       'зам\u00f6k 🔒',
       'a\\b',
