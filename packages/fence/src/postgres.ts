@@ -3,6 +3,7 @@
  * database the data lives in, checked and raised inside the writer's own transaction. The row stays
  * locked until that transaction ends, so transactions of one resource commit in fence order.
  */
+import { createHash } from 'node:crypto';
 import { DeadboltError, InvalidArgumentError } from '@deadbolt/core';
 import { StaleFenceError } from './errors.js';
 import { checkFence, checkResource } from './validate.js';
@@ -98,7 +99,7 @@ async function ensureTable(queryable: Queryable, table: string): Promise<void> {
     await queryable.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [createLockClass, table]);
     try {
       await queryable.query(
-        `CREATE TABLE IF NOT EXISTS ${table} (resource text PRIMARY KEY, fence bigint NOT NULL CHECK (fence >= 0))`,
+        `CREATE TABLE IF NOT EXISTS ${table} (key bytea PRIMARY KEY, resource text NOT NULL, fence bigint NOT NULL CHECK (fence >= 0))`,
         [],
       );
     } catch (error) {
@@ -111,6 +112,14 @@ async function ensureTable(queryable: Queryable, table: string): Promise<void> {
   }
   if (seen === undefined) known.set(queryable, new Set([table]));
   else seen.add(table);
+}
+
+/**
+ * The row's primary key: the SHA-256 of the resource's UTF-8 bytes. A btree entry holds at most
+ * about 2.7 kB, so the resource itself (any length, stored exactly beside it) cannot be the key.
+ */
+function resourceKey(resource: string): Buffer {
+  return createHash('sha256').update(resource, 'utf8').digest();
 }
 
 /**
@@ -127,15 +136,16 @@ export async function admitFence(queryable: Queryable, resource: string, fence: 
   const table = tableName(options);
   checkQueryable(queryable);
   await ensureTable(queryable, table);
+  const key = resourceKey(resource);
   // One statement decides and locks: the insert, or the update of a row whose fence is not newer.
   // A row it does not update is locked all the same (ON CONFLICT DO UPDATE locks the conflicting
   // row whatever its WHERE says), so the newer fence read next is committed and stays until we end.
   const admitted = await queryable
     .query(
-      `INSERT INTO ${table} AS f (resource, fence) VALUES ($1, $2::bigint)
-     ON CONFLICT (resource) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
+      `INSERT INTO ${table} AS f (key, resource, fence) VALUES ($1::bytea, $2, $3::bigint)
+     ON CONFLICT (key) DO UPDATE SET fence = EXCLUDED.fence WHERE f.fence <= EXCLUDED.fence
      RETURNING f.fence`,
-      [resource, String(fence)],
+      [key, resource, String(fence)],
     )
     .catch((error: unknown) => {
       // Gone (created in a transaction that rolled back, or dropped): the next call creates it again.
@@ -144,7 +154,7 @@ export async function admitFence(queryable: Queryable, resource: string, fence: 
     });
   outsideTransaction(queryable);
   if (admitted.rows.length > 0) return;
-  const newer = await queryable.query(`SELECT fence::text AS fence FROM ${table} WHERE resource = $1`, [resource]);
+  const newer = await queryable.query(`SELECT fence::text AS fence FROM ${table} WHERE key = $1::bytea`, [key]);
   const recorded = (newer.rows[0] as { fence?: string } | undefined)?.fence;
   if (recorded === undefined)
     throw new DeadboltError(`the fence row of "${resource}" was refused and then not found in ${table}`, { key: resource });

@@ -82,6 +82,13 @@ describe('admitFence on PostgreSQL', () => {
     for (const name of names) await expect(fencedTransaction(name, 1, async () => undefined)).rejects.toBeInstanceOf(StaleFenceError);
   });
 
+  it('takes a resource name of any length (8000 random characters: no index row limit)', async () => {
+    const long = Array.from({ length: 8_000 }, () => String.fromCharCode(0x21 + Math.floor(Math.random() * 0x5d))).join('');
+    await fencedTransaction(long, 2, async () => undefined);
+    expect(await recorded(long)).toBe('2');
+    await expect(fencedTransaction(long, 1, async () => undefined)).rejects.toMatchObject({ newerFence: 2 });
+  });
+
   it('keeps fences up to Number.MAX_SAFE_INTEGER exactly', async () => {
     await fencedTransaction('big', Number.MAX_SAFE_INTEGER - 1, async () => undefined);
     await fencedTransaction('big', Number.MAX_SAFE_INTEGER, async () => undefined);
