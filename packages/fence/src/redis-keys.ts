@@ -51,6 +51,9 @@ function tagOfSlot(slot: number): string {
   return tagForSlot[slot]!;
 }
 
+/** The names of fence records start with this; no data key may (it could overwrite a record). */
+export const recordPrefix = 'deadbolt-fence:';
+
 /**
  * The key of `key`'s fence record. Three forms, told apart by their prefix so two keys never share
  * a record (`abc` and `{abc}` hash alike; their records differ): a key with its own hash tag keeps
@@ -58,7 +61,7 @@ function tagOfSlot(slot: number): string {
  * by a tag of its slot. The prefix differs from the lock adapter's `{k}:fence` counter.
  */
 export function fenceRecordKey(key: string): string {
-  if (hashedPart(key) !== key) return `deadbolt-fence:t:${key}`;
-  if (!key.includes('}')) return `deadbolt-fence:k:{${key}}`;
-  return `deadbolt-fence:s:{${tagOfSlot(slotOf(key))}}${key}`;
+  if (hashedPart(key) !== key) return `${recordPrefix}t:${key}`;
+  if (!key.includes('}')) return `${recordPrefix}k:{${key}}`;
+  return `${recordPrefix}s:{${tagOfSlot(slotOf(key))}}${key}`;
 }

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '@deadbolt/core';
 import { StaleFenceError } from './errors.js';
-import { fenceRecordKey } from './redis-keys.js';
+import { fenceRecordKey, recordPrefix } from './redis-keys.js';
 import { type RedisClient, runFencedWrite } from './redis-script.js';
 import { checkFence, checkResource } from './validate.js';
 
@@ -15,6 +15,14 @@ export { fenceRecordKey } from './redis-keys.js';
 export interface FencedSetOptions {
   /** Expire the value after this many ms (SET ... PX). The fence record does not expire. */
   readonly pxMs?: number;
+}
+
+/** A data key: any non-empty string outside the records' namespace. */
+function checkKey(key: unknown): asserts key is string {
+  checkResource(key, 'key');
+  if (key.startsWith(recordPrefix)) {
+    throw new InvalidArgumentError('key', `names starting with "${recordPrefix}" hold fence records; choose another name`, { key });
+  }
 }
 
 function checkClient(redis: unknown): void {
@@ -69,7 +77,7 @@ export async function fencedSet(
   fence: number,
   options?: FencedSetOptions,
 ): Promise<void> {
-  checkResource(key, 'key');
+  checkKey(key);
   checkValue(value, key);
   checkFence(fence, key);
   const px = checkPx(options, key);
@@ -82,7 +90,7 @@ export async function fencedSet(
  * expires), so a stale write after the delete is still refused.
  */
 export async function fencedDel(redis: RedisClient, key: string, fence: number): Promise<void> {
-  checkResource(key, 'key');
+  checkKey(key);
   checkFence(fence, key);
   checkClient(redis);
   await write(redis, key, fence, ['del', '', '']);

@@ -1,4 +1,5 @@
 import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
+import { InvalidArgumentError } from '@deadbolt/core';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StaleFenceError } from '../src/index.js';
@@ -92,6 +93,14 @@ describe('fencedSet and fencedDel on Redis', () => {
     await fencedSet(redis, '{abc}', 'v', 1);
     expect(await readFence(redis, '{abc}')).toBe(1);
     expect(fenceRecordKey('abc')).not.toBe(fenceRecordKey('{abc}'));
+  });
+
+  it("a data key in the records' namespace is refused before any I/O: it could overwrite another key's record", async () => {
+    await fencedSet(redis, 'victim', 'v', 5);
+    await expect(fencedSet(redis, fenceRecordKey('victim'), 'not a number', 9)).rejects.toThrow(InvalidArgumentError);
+    await expect(fencedDel(redis, fenceRecordKey('victim'), 9)).rejects.toThrow(/deadbolt-fence:/);
+    await fencedSet(redis, 'victim', 'w', 6);
+    expect(await readFence(redis, 'victim')).toBe(6);
   });
 
   it('keeps fences up to Number.MAX_SAFE_INTEGER exactly', async () => {
