@@ -41,10 +41,11 @@ function cell(r: ScenarioResult | undefined, applies: boolean): string {
     r.check.staleWritesAcceptedPlain + r.check.staleWritesRejectedFenced > 0
       ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused'}`
       : '';
+  const linear = r.check.linearizability.linearizable === false ? '<br>not linearizable' : '';
   const verdict = r.matched
     ? '<span class="verdict-yes">&#10003; as predicted</span>'
     : '<span class="verdict-no">&#10007; not as predicted</span>';
-  return `<td style="background:${colours.outcome[o]}"><a href="${esc(timelineFile(r))}" title="${esc(`${outcomeText[o]}. Predicted: ${r.expectation}`)}"><span class="cell-word">${o}</span><br><span class="cell-note">${note}${fencing}</span><br>${verdict}</a></td>`;
+  return `<td style="background:${colours.outcome[o]}"><a href="${esc(timelineFile(r))}" title="${esc(`${outcomeText[o]}. Predicted: ${r.expectation}`)}"><span class="cell-word">${o}</span><br><span class="cell-note">${note}${fencing}${linear}</span><br>${verdict}</a></td>`;
 }
 
 function matrix(results: readonly ScenarioResult[], ctx: ReportContext): string {
@@ -111,12 +112,13 @@ function figures(results: readonly ScenarioResult[]): string {
     'stale writes accepted (fenced)',
     'loss notices',
     'longest wait around the fault (ms)',
+    'linearizable (plain register)',
     'predicted',
   ];
   const rows = results.map((r) => {
     const c = r.check;
     const num = (n: number): string => `<td class="num">${n}</td>`;
-    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td>${esc(r.expectation)}</td></tr>`;
+    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td title="${esc(c.linearizability.reason)}">${c.linearizability.linearizable}</td><td>${esc(r.expectation)}</td></tr>`;
   });
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }
