@@ -26,5 +26,9 @@ export function linearizabilitySection(r: ScenarioResult): string {
     (o) =>
       `<tr${o.blocked ? ' class="blocked"' : ''}><td>${esc(o.process)}</td><td>${esc(o.what)}</td><td class="num">${at(o.invoke, origin)}</td><td class="num">${o.complete === undefined ? 'no reply' : at(o.complete, origin)}</td><td>${o.blocked ? '<b>no place for it in any order</b>' : o.outcome === 'info' ? 'may or may not have taken effect' : ''}</td></tr>`,
   );
+  if (l.windowOmitted > 0)
+    rows.push(
+      `<tr><td colspan="5">and ${l.windowOmitted} more operation${l.windowOmitted === 1 ? '' : 's'} overlapping the blocked one, not shown</td></tr>`,
+    );
   return `${intro}${disagree}<table class="linearizability-window"><caption>The operations around where the search failed (times since the run started)</caption><thead><tr><th>client</th><th>operation</th><th>invoked</th><th>completed</th><th></th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }

@@ -29,6 +29,8 @@ export interface LinearizabilityResult {
   readonly steps: number;
   /** When false: the blocked operation, those overlapping it, and the last two before it (by invocation). */
   readonly window: readonly WindowOp[];
+  /** Operations overlapping the blocked one that the window leaves out (it keeps the first and last few). */
+  readonly windowOmitted: number;
 }
 
 /** At most this many overlapping operations on each side of the blocked one are shown. */
@@ -36,10 +38,17 @@ const overlapShown = 3;
 
 export function checkRegisterHistory(ops: readonly RegisterOp[] | undefined, budget: Budget = defaultBudget): LinearizabilityResult {
   if (ops === undefined)
-    return { linearizable: 'unknown', reason: 'no register operations were recorded', operations: 0, steps: 0, window: [] };
+    return {
+      linearizable: 'unknown',
+      reason: 'no register operations were recorded',
+      operations: 0,
+      steps: 0,
+      window: [],
+      windowOmitted: 0,
+    };
   const holds = holdOperations(ops);
   const v = checkLinearizable(registerModel(0), holds, budget);
-  const base = { operations: holds.length, steps: v.steps };
+  const base = { operations: holds.length, steps: v.steps, windowOmitted: 0 };
   if (v.linearizable === true)
     return {
       ...base,
@@ -50,11 +59,14 @@ export function checkRegisterHistory(ops: readonly RegisterOp[] | undefined, bud
   if (v.linearizable === 'unknown') return { ...base, linearizable: 'unknown', reason: v.reason, window: [] };
   const b = v.failure.blockedOp;
   const reason = `${b.process}'s ${describeInput(b.input)} cannot take effect anywhere between its invocation and its completion: in every order that respects real time the register holds another value (${v.failure.stateKey} where the search got furthest, ${v.failure.placed} of ${holds.length} operations placed)`;
-  return { ...base, linearizable: false, reason, window: windowAround(holds, b) };
+  return { ...base, linearizable: false, reason, ...windowAround(holds, b) };
 }
 
 /** The blocked operation, the ones overlapping it (the first and last few), and the two that completed just before it. */
-export function windowAround(holds: readonly Operation<RegisterInput>[], blocked: Operation<RegisterInput>): WindowOp[] {
+export function windowAround(
+  holds: readonly Operation<RegisterInput>[],
+  blocked: Operation<RegisterInput>,
+): { window: WindowOp[]; windowOmitted: number } {
   const end = (o: Operation<RegisterInput>): number => (o.outcome === 'info' ? Infinity : o.complete);
   const overlapping = holds.filter((o) => o !== blocked && o.invoke <= end(blocked) && end(o) >= blocked.invoke);
   const shown =
@@ -63,7 +75,7 @@ export function windowAround(holds: readonly Operation<RegisterInput>[], blocked
     .filter((o) => end(o) < blocked.invoke)
     .sort((a, b) => end(a) - end(b))
     .slice(-2);
-  return [...before, blocked, ...shown]
+  const window = [...before, blocked, ...shown]
     .sort((a, b) => a.invoke - b.invoke)
     .map((o) => ({
       process: o.process,
@@ -73,4 +85,5 @@ export function windowAround(holds: readonly Operation<RegisterInput>[], blocked
       outcome: o.outcome,
       blocked: o === blocked,
     }));
+  return { window, windowOmitted: overlapping.length - shown.length };
 }
