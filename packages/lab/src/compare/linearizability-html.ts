@@ -10,7 +10,7 @@ const at = (ms: number, origin: number): string => `${((ms - origin) / 1000).toF
 const verdictText = {
   true: 'linearizable',
   false: 'not linearizable',
-  unknown: 'undecided',
+  unknown: 'unknown',
 } as const;
 
 export function linearizabilitySection(r: ScenarioResult): string {
