@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { History, Interval, WriteRecord } from '../src/compare/history.js';
+import type { RegisterOp } from '../src/compare/register-ops.js';
 import { row } from '../src/compare/scenario-kit.js';
 import { writeResults } from '../src/compare/summary.js';
 import { timelineFile } from '../src/compare/timeline.js';
@@ -37,6 +38,14 @@ const write = (client: string, at: number, fence: number, accepted: boolean, sta
   stale,
 });
 
+const op = (process: string, f: 'read' | 'write', value: number, at: number): RegisterOp => ({
+  process,
+  f,
+  value,
+  invoke: t0 + at,
+  complete: t0 + at + 0.2,
+  outcome: 'ok',
+});
 const paused: History = {
   startedAt: t0,
   endedAt: t0 + 6000,
@@ -58,6 +67,17 @@ const paused: History = {
     write('c2', 2250, 3, true, false),
     write('c0', 3900, 1, false, true),
     write('c1', 4300, 4, true, false),
+  ],
+  // c0 read 0 before its pause and wrote 1 after it, over c1's and c2's work: a lost update.
+  plainOps: [
+    op('c0', 'read', 0, 510),
+    op('c1', 'read', 0, 1610),
+    op('c1', 'write', 1, 1900),
+    op('c2', 'read', 1, 1960),
+    op('c2', 'write', 2, 2250),
+    op('c0', 'write', 1, 3900),
+    op('c1', 'read', 1, 4010),
+    op('c1', 'write', 2, 4300),
   ],
 };
 const election: History = {
@@ -144,6 +164,12 @@ describe.skipIf(!haveChromium)(
         expect(text).toContain('stale write accepted');
         expect(text).toContain('stale write rejected');
         expect(text).toContain('time since the run started (seconds)');
+        // The linearizability section shows the operations around where the search failed.
+        expect(await index.page.locator('[data-linearizable]').innerText()).toBe('not linearizable');
+        const window = index.page.locator('table.linearizability-window');
+        expect(await window.locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
+        expect(await window.locator('tr.blocked').count()).toBe(1);
+        expect(await window.innerText()).toContain('read 0, write 1');
         const box = await svg.boundingBox();
         expect(box!.width).toBeGreaterThan(800);
         expect(pngSize(join(dir, 'timeline.png')).width).toBeGreaterThanOrEqual(1080);

@@ -3,6 +3,7 @@ import { check, findExcess, findOverlaps, longestGap, longestGapDuring } from '.
 import { outcomeOf } from '../src/compare/outcome.js';
 import { row } from '../src/compare/scenario-kit.js';
 import type { History, Interval } from '../src/compare/history.js';
+import type { RegisterOp } from '../src/compare/register-ops.js';
 import { FencedRegister, PlainRegister } from '../src/compare/stores.js';
 
 const iv = (client: string, start: number, end: number, fence?: number): Interval => ({ client, start, end, fence, outcome: 'released' });
@@ -94,5 +95,52 @@ describe('compare checker', () => {
     expect(findExcess(holds, 2).map((o) => o.b.client)).toEqual(['c', 'd']);
     expect(check(hist(holds, { permits: 2 })).overlaps).toBe(2);
     expect(check(hist(holds, { permits: 4 })).overlaps).toBe(0);
+  });
+
+  describe('linearizability agrees with the other verdicts', () => {
+    const op = (process: string, f: 'read' | 'write', value: number, invoke: number): RegisterOp => ({
+      process,
+      f,
+      value,
+      invoke,
+      complete: invoke + 1,
+      outcome: 'ok',
+    });
+    // a reads 0 and writes 1 inside its hold; b reads 1 and writes 2 inside its own.
+    const serial = [op('a', 'read', 0, 1), op('a', 'write', 1, 40), op('b', 'read', 1, 61), op('b', 'write', 2, 90)];
+    // a's read-modify-write straddles b's whole one: both read 0 and write 1.
+    const lostUpdate = [op('a', 'read', 0, 1), op('b', 'read', 0, 61), op('b', 'write', 1, 70), op('a', 'write', 1, 90)];
+    const staleWrite = { client: 'a', at: 90, fence: 1, accepted: true, stale: true };
+    const fine = () => true;
+
+    it('an exclusive run with a linearizable history is as predicted; with a non-linearizable one it is not, and says why', () => {
+      const holds = [iv('a', 0, 50, 1), iv('b', 60, 100, 2)];
+      const ok = row('zookeeper', 'm', 's', hist(holds, { plainOps: serial }), 'x', fine);
+      expect(outcomeOf(ok)).toBe('exclusive');
+      expect(ok.check.linearizability.linearizable).toBe(true);
+      expect(ok.matched).toBe(true);
+      expect(ok.contradictions).toEqual([]);
+      const bad = row('zookeeper', 'm', 's', hist(holds, { plainOps: lostUpdate }), 'x', fine);
+      expect(bad.check.linearizability.linearizable).toBe(false);
+      expect(bad.matched).toBe(false);
+      expect(bad.contradictions.join()).toMatch(/kept exclusion but its register history is not linearizable/);
+    });
+
+    it('a stale write accepted by the plain register must come with a non-linearizable history', () => {
+      const holds = [iv('a', 0, 100, 1), iv('b', 60, 80, 2)];
+      const ok = row('redis', 'm', 's', hist(holds, { plainOps: lostUpdate, plainWrites: [staleWrite] }), 'x', fine);
+      expect(ok.check.linearizability.linearizable).toBe(false);
+      expect(ok.contradictions).toEqual([]);
+      expect(ok.matched).toBe(true);
+      const bad = row('redis', 'm', 's', hist(holds, { plainOps: serial, plainWrites: [staleWrite] }), 'x', fine);
+      expect(bad.matched).toBe(false);
+      expect(bad.contradictions.join()).toMatch(/took 1 stale write\(s\), yet its history was found linearizable/);
+    });
+
+    it('an undecided verdict contradicts nothing, and a history with no recorded operations is undecided', () => {
+      const r = row('zookeeper', 'm', 's', hist([iv('a', 0, 50, 1)]), 'x', fine);
+      expect(r.check.linearizability).toMatchObject({ linearizable: 'unknown', reason: 'no register operations were recorded' });
+      expect(r.matched).toBe(true);
+    });
   });
 });

@@ -28,6 +28,8 @@ interface Summary {
     overlaps: number;
     staleWritesAcceptedPlain: number;
     staleWritesAcceptedFenced: number;
+    linearizable: boolean | 'unknown';
+    contradictions: string[];
   }[];
   notRun: Record<string, string>;
 }
@@ -72,6 +74,9 @@ async function smoke(scenario: string, rows: string): Promise<Summary> {
   for (const row of summary.rows) {
     expect(row.scenario).toBe(scenario);
     expect(row.acquisitions, `${row.backend}/${row.mode}`).toBeGreaterThan(0);
+    // The register history's verdict never contradicts the overlaps and stale writes found.
+    expect([true, false, 'unknown']).toContain(row.linearizable);
+    expect(row.contradictions, `${row.backend}/${row.mode}`).toEqual([]);
     expect(existsSync(join(dir, `${scenario}-${row.backend}-${row.mode}.html`))).toBe(true);
   }
   expect(readFileSync(join(dir, 'index.html'), 'utf8')).toContain(`>${scenario}</a>`);
@@ -87,6 +92,7 @@ describe.skipIf(missing.length > 0)(`compare: every scenario once on server proc
         expect(first!.overlaps).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedPlain).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedFenced).toBe(0);
+        expect(first!.linearizable).toBe(false); // the stale write undid newer work: a lost update
       }
       if (scenario === 'zookeeper-leader-loss') expect(first!.overlaps).toBe(0);
     }, 100_000);

@@ -1,4 +1,5 @@
 import type { History, Interval } from './history.js';
+import { checkRegisterHistory, type LinearizabilityResult } from './register-check.js';
 
 export interface Overlap {
   readonly a: Interval;
@@ -26,6 +27,11 @@ export interface CheckResult {
    * (client start-up and wind-down excluded): what the fault cost in availability.
    */
   readonly faultUnavailableMs: number;
+  /**
+   * Whether the plain register's history is linearizable with each hold's read-modify-write as one
+   * step (see register-ops.ts): what mutual exclusion promises the resource.
+   */
+  readonly linearizability: LinearizabilityResult;
 }
 
 /**
@@ -118,5 +124,6 @@ export function check(history: History): CheckResult {
     acquisitionsPerSecond: history.intervals.length / seconds,
     maxUnavailableMs: Math.round(longestGap(history.intervals, history.startedAt, history.endedAt)),
     faultUnavailableMs: Math.round(longestGapDuring(history.intervals, history.faults)),
+    linearizability: checkRegisterHistory(history.plainOps),
   };
 }

@@ -1,3 +1,5 @@
+import type { RegisterOp } from './register-ops.js';
+
 /**
  * The history model of the comparison (after Jepsen's histories, https://jepsen.io/analyses):
  * every critical section a client believed it held is one interval.
@@ -44,6 +46,8 @@ export interface History {
   readonly faults: FaultWindow[];
   readonly plainWrites: WriteRecord[];
   readonly fencedWrites: WriteRecord[];
+  /** Every read and write on the plain register, for the linearizability check (absent: not recorded). */
+  readonly plainOps?: RegisterOp[];
   readonly startedAt: number;
   readonly endedAt: number;
 }

@@ -20,6 +20,11 @@ export interface Hold {
  * for holdMs, write with the fence, let go, and record the interval with the moments the checker
  * needs (when the loss was noticed, when the lease last ran from). A pause between the check and
  * the write (Kleppmann's GC pause) thus produces the stale write a fenced register must refuse.
+ *
+ * A holder told it lost the lock while it works does not write: its interval ends at the notice,
+ * and a write after it would land outside every hold the checker sees. "While it works" is decided
+ * by the clock, not by which callback runs first: a frozen process hears of its loss only when it
+ * wakes, after its work was due to end, and then writes, whatever order its timers fire in.
  */
 export async function workUnderHold(client: LockClient, cfg: WorkerConfig, port: RegisterPort, hold: Hold): Promise<void> {
   const start = now();
@@ -41,9 +46,11 @@ export async function workUnderHold(client: LockClient, cfg: WorkerConfig, port:
     const seen = await port.read();
     if (!hold.signal.aborted) {
       // Past the check, before the write: the window a pause turns into a stale write.
+      const workEndsAt = now() + cfg.holdMs;
       port.acquired?.(cfg.name);
       await sleep(cfg.holdMs);
-      if (hold.writes) await port.write(cfg.name, hold.fence, seen.plain + 1, seen.fenced + 1);
+      const toldWhileWorking = lostNoticeAt !== undefined && lostNoticeAt < workEndsAt;
+      if (hold.writes && !toldWhileWorking) await port.write(cfg.name, hold.fence, seen.plain + 1, seen.fenced + 1);
     }
   } finally {
     // The interval ends when the client stops acting under the hold, i.e. when it lets go: the

@@ -42,6 +42,7 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 .legend { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; font-size: .9rem; }
 .legend span { display: inline-flex; align-items: center; gap: .3rem; } .swatch { flex: none; }
 .verdict-yes { color: #05603a; font-weight: 600; } .verdict-no { color: #a00; font-weight: 600; }
+tr.blocked td { background: #fde2d8; } caption { text-align: left; font-size: .9rem; color: #555; }
 .story li { margin: .25rem 0; } .meta { color: #555; font-size: .9rem; } dt { font-weight: 600; margin-top: .5rem; } dd { margin-left: 1.2rem; }
 svg text { font-family: system-ui, sans-serif; }
 `;

@@ -10,7 +10,7 @@ export type Outcome = 'exclusive' | 'overlapped' | 'unavailable';
 /** A window with no holder at least this long, touching the fault, counts as unavailability. */
 export const unavailableThresholdMs = 1000;
 
-export function outcomeOf(r: ScenarioResult): Outcome {
+export function outcomeOf(r: Pick<ScenarioResult, 'check'>): Outcome {
   if (r.check.overlaps > 0) return 'overlapped';
   if (r.check.acquisitions === 0 || r.check.faultUnavailableMs >= unavailableThresholdMs) return 'unavailable';
   return 'exclusive';

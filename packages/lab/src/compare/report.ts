@@ -41,10 +41,11 @@ function cell(r: ScenarioResult | undefined, applies: boolean): string {
     r.check.staleWritesAcceptedPlain + r.check.staleWritesRejectedFenced > 0
       ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused'}`
       : '';
+  const linear = r.check.linearizability.linearizable === false ? '<br>not linearizable' : '';
   const verdict = r.matched
     ? '<span class="verdict-yes">&#10003; as predicted</span>'
     : '<span class="verdict-no">&#10007; not as predicted</span>';
-  return `<td style="background:${colours.outcome[o]}"><a href="${esc(timelineFile(r))}" title="${esc(`${outcomeText[o]}. Predicted: ${r.expectation}`)}"><span class="cell-word">${o}</span><br><span class="cell-note">${note}${fencing}</span><br>${verdict}</a></td>`;
+  return `<td style="background:${colours.outcome[o]}"><a href="${esc(timelineFile(r))}" title="${esc(`${outcomeText[o]}. Predicted: ${r.expectation}`)}"><span class="cell-word">${o}</span><br><span class="cell-note">${note}${fencing}${linear}</span><br>${verdict}</a></td>`;
 }
 
 function matrix(results: readonly ScenarioResult[], ctx: ReportContext): string {
@@ -86,6 +87,7 @@ const explanations = `<dl>
 <dt>AP (available under partition): Redis, Memcached</dt><dd>A server answers on its own: Redis replicates to its replicas after it has replied, and RedLock's masters never talk to each other. A failover or a restart can forget a grant, and the lock is handed out a second time: <i>overlapped</i>.</dd>
 <dt>Leases</dt><dd>Every lock here expires unless renewed (for ZooKeeper, with the client's session). That is what frees a lock whose holder died, but it is a timeout: a holder that is paused or cut off for longer than its lease still believes it holds the lock after the server has let it go. So a pause overlaps on every backend, CP or AP. A good client library tells the holder it has lost the lock (a <i>loss notice</i>) before the server can have let it go, whenever it can still count time.</dd>
 <dt>Fencing tokens</dt><dd>Each grant carries a number that grows with every new grant. The protected resource remembers the highest token it has seen and refuses writes with a lower one. The harness writes to two registers under the lock: a <i>plain</i> one that accepts everything, and a <i>fenced</i> one that checks the token. Where the plain register accepts a stale write and the fenced one rejects it, fencing kept a paused holder from overwriting newer work (Kleppmann, "How to do distributed locking", 2016).</dd>
+<dt>Linearizable</dt><dd>Holding the lock should make each hold's read and write of the plain register one indivisible step. The checker looks for an order of all those steps that agrees with when each began and ended and in which each read what the one before wrote (Wing and Gong's search, as Knossos and Porcupine do). Where there is none, some hold's update was lost, whether or not a fence could tell; the run's page shows the operations where the search failed. <i>unknown</i>: the search ran out of its budget.</dd>
 </dl>`;
 
 function scenarioList(ctx: ReportContext): string {
@@ -111,12 +113,13 @@ function figures(results: readonly ScenarioResult[]): string {
     'stale writes accepted (fenced)',
     'loss notices',
     'longest wait around the fault (ms)',
+    'linearizable (plain register)',
     'predicted',
   ];
   const rows = results.map((r) => {
     const c = r.check;
     const num = (n: number): string => `<td class="num">${n}</td>`;
-    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td>${esc(r.expectation)}</td></tr>`;
+    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td title="${esc(c.linearizability.reason)}">${c.linearizability.linearizable}</td><td>${esc(r.expectation)}</td></tr>`;
   });
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { now, type FaultWindow, type History, type Interval } from './history.js';
+import { RegisterOpLog } from './register-ops.js';
 import { FencedRegister, PlainRegister } from './stores.js';
 import { runClient } from './election-worker.js';
 import type { RegisterPort, WorkerConfig } from './workload.js';
@@ -38,12 +39,14 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
   const holds = new EventEmitter();
   const plain = new PlainRegister();
   const fenced = new FencedRegister();
+  const plainOps = new RegisterOpLog();
   const intervals: Interval[] = [];
   const faults: FaultWindow[] = [];
-  const port: RegisterPort = {
-    read: async () => ({ plain: plain.read(), fenced: fenced.read() }),
+  // One port per in-process client, so the plain register's log knows who called.
+  const portFor = (name: string): RegisterPort => ({
+    read: async () => ({ plain: plainOps.read(name, () => plain.read()), fenced: fenced.read() }),
     write: async (client, fence, p, f) => {
-      plain.write(client, fence, p);
+      plainOps.write(client, p, () => plain.write(client, fence, p));
       fenced.write(client, fence, f);
     },
     record: (i) => {
@@ -52,7 +55,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     acquired: (client) => {
       holds.emit(client);
     },
-  };
+  });
   const startedAt = now();
   const until = startedAt + spec.durationMs;
   const key = `compare-${Math.random().toString(36).slice(2, 8)}`;
@@ -71,11 +74,11 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
   const done: Promise<void>[] = [];
   const startClient = (i: number): void => {
     if (i < spec.childClients) {
-      const { child, finished } = startChild(config(i), plain, fenced, intervals, () => holds.emit(`c${i}`));
+      const { child, finished } = startChild(config(i), { plain, fenced, plainOps }, intervals, () => holds.emit(`c${i}`));
       children.push(child);
       done.push(finished);
     } else {
-      done.push(runClient(config(i), port));
+      done.push(runClient(config(i), portFor(`c${i}`)));
     }
   };
   const ctx: RunContext = {
@@ -132,6 +135,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
     faults,
     plainWrites: plain.writes,
     fencedWrites: fenced.writes,
+    plainOps: plainOps.ops,
     startedAt,
     endedAt: Math.max(until, now()),
   };
@@ -139,8 +143,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
 
 function startChild(
   cfg: WorkerConfig,
-  plain: PlainRegister,
-  fenced: FencedRegister,
+  { plain, fenced, plainOps }: { plain: PlainRegister; fenced: FencedRegister; plainOps: RegisterOpLog },
   intervals: Interval[],
   onAcquired: () => void,
 ): { child: ChildProcess; finished: Promise<void> } {
@@ -174,10 +177,11 @@ function startChild(
       if (msg.type === 'done') clean = true;
       else if (msg.type === 'ready') child.send({ type: 'start', config: cfg });
       else if (msg.type === 'acquired') onAcquired();
-      else if (msg.type === 'read') child.send({ type: 'reply', id: msg.id, plain: plain.read(), fenced: fenced.read() });
+      else if (msg.type === 'read')
+        child.send({ type: 'reply', id: msg.id, plain: plainOps.read(cfg.name, () => plain.read()), fenced: fenced.read() });
       else if (msg.type === 'write') {
         const fence = msg.fence ?? undefined;
-        plain.write(msg.client, fence, msg.plain);
+        plainOps.write(msg.client, msg.plain, () => plain.write(msg.client, fence, msg.plain));
         fenced.write(msg.client, fence, msg.fenced);
         child.send({ type: 'reply', id: msg.id });
       } else if (msg.type === 'interval') intervals.push(msg.interval);

@@ -1,6 +1,8 @@
 /** What every scenario shares: the result row, skipping, and the adapter and server imports. */
 import { check, type CheckResult } from './checker.js';
+import { contradictions } from './consistency.js';
 import type { History } from './history.js';
+import { outcomeOf } from './outcome.js';
 
 export type ConsistencyClass = 'CP' | 'AP';
 
@@ -14,6 +16,8 @@ export interface ScenarioResult {
   /** What the class predicts, and whether the run matched it. */
   readonly expectation: string;
   readonly matched: boolean;
+  /** Where the run's own verdicts disagree (see consistency.ts); a row with any is not a match. */
+  readonly contradictions: readonly string[];
 }
 
 export interface RunOptions {
@@ -120,8 +124,10 @@ export function row(
   ok: (c: CheckResult) => boolean,
 ): ScenarioResult {
   const c = check(history);
+  const disagree = contradictions(outcomeOf({ check: c }), c);
   // A run with no acquisitions shows nothing about the class: never call it a match.
-  return { backend, mode, class: classOf(backend), scenario, history, check: c, expectation, matched: c.acquisitions > 0 && ok(c) };
+  const matched = c.acquisitions > 0 && ok(c) && disagree.length === 0;
+  return { backend, mode, class: classOf(backend), scenario, history, check: c, expectation, matched, contradictions: disagree };
 }
 
 /** SkipError unless the backend at `url` offers `capability` (a primitive it may not have yet). */

@@ -22,6 +22,12 @@ export interface SummaryRow {
   lostNotices: number;
   maxUnavailableMs: number;
   faultUnavailableMs: number;
+  /** The plain register's history, each hold's read-modify-write one step: linearizable, not, or undecided. */
+  linearizable: boolean | 'unknown';
+  /** Why not, or why undecided (what was checked when linearizable). */
+  linearizability: string;
+  /** Where the run's own verdicts disagree (then matched is false). */
+  contradictions: string[];
 }
 
 export function toRow(r: ScenarioResult): SummaryRow {
@@ -41,6 +47,9 @@ export function toRow(r: ScenarioResult): SummaryRow {
     lostNotices: c.lostNotices,
     maxUnavailableMs: c.maxUnavailableMs,
     faultUnavailableMs: c.faultUnavailableMs,
+    linearizable: c.linearizability.linearizable,
+    linearizability: c.linearizability.reason,
+    contradictions: [...r.contradictions],
   };
 }
 
@@ -56,6 +65,7 @@ const columns: [string, (r: ScenarioResult) => string][] = [
   ['stale writes plain / fenced', (r) => `${r.check.staleWritesAcceptedPlain} / ${r.check.staleWritesAcceptedFenced}`],
   ['loss notices', (r) => String(r.check.lostNotices)],
   ['longest wait ms', (r) => String(r.check.faultUnavailableMs)],
+  ['linearizable', (r) => String(r.check.linearizability.linearizable)],
   ['as predicted', (r) => (r.matched ? 'yes' : 'NO')],
 ];
 
@@ -105,7 +115,7 @@ export async function writeResults(
     .join('\n');
   await writeFile(
     md,
-    `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}, servers: ${machine.servers}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: predicted ${r.expectation}: ${r.matched ? 'as predicted' : 'NOT as predicted'}`).join('\n')}\n${notRunMd ? `\n${notRunMd}\n` : ''}`,
+    `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}, servers: ${machine.servers}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: predicted ${r.expectation}: ${r.matched ? 'as predicted' : 'NOT as predicted'}${r.contradictions.map((c) => `; ${c}`).join('')}`).join('\n')}\n${notRunMd ? `\n${notRunMd}\n` : ''}`,
   );
   files.push(json, md);
   return files;

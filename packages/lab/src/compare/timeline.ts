@@ -3,6 +3,7 @@
  * (a lane per client, the two registers' writes, the fault window labelled), a legend, and the
  * figures as a table.
  */
+import { linearizabilitySection } from './linearizability-html.js';
 import type { Interval, WriteRecord } from './history.js';
 import { colours, esc, page, seconds, swatch } from './html-kit.js';
 import { outcomeOf, outcomeText } from './outcome.js';
@@ -241,6 +242,8 @@ ${scenarioDescription ? `<p>${esc(scenarioDescription)}</p>` : ''}
 ${legend()}
 ${timelineSvg(r)}
 <p class="meta">Each lane is one client; time runs left to right. Hover a bar or a mark for its details.</p>
+<h2>Linearizability</h2>
+${linearizabilitySection(r)}
 <h2>Figures</h2>
 ${figuresTable(r)}`;
   return page(`${r.scenario} on ${r.backend}/${r.mode}`, body);
