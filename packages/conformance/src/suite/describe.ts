@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { resolveOptions, runCase, type ConformanceCase, type ConformanceOptions, type ServerLike } from './context.js';
 import { electionCases } from './election.js';
+import { electionOutageCases } from './election-outage.js';
 import { fairCases } from './fair.js';
 import { faultCases } from './faults.js';
 import { hygieneCases } from './hygiene.js';
@@ -28,7 +29,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   input: [...inputCases, ...keyEdgeCases],
   hygiene: [...hygieneCases, ...lifecycleCases],
   multi: multiCases,
-  election: electionCases,
+  election: [...electionCases, ...electionOutageCases],
   readWrite: readWriteCases,
   semaphore: semaphoreCases,
   fair: fairCases,
