@@ -20,6 +20,7 @@ export * from './suite/hygiene.js';
 export * from './suite/multi.js';
 export * from './suite/election.js';
 export * from './suite/election-outage.js';
+export * from './suite/election-leader.js';
 export * from './suite/read-write.js';
 export * from './suite/semaphore.js';
 export { Occupancy } from './suite/primitives-util.js';
