@@ -62,7 +62,7 @@ async function leaderAgain(observer: Election, candidacies: readonly Candidacy[]
     const leader = candidacies.find((each) => each.election.id === named);
     if (leader?.current && !leader.current.signal.aborted) return leader;
     if (Date.now() >= end) return undefined;
-    await delay(200);
+    await delay(50);
   }
 }
 
@@ -119,14 +119,18 @@ export const electionSurvivesRestart: ConformanceCase = {
         );
       }
       // Every follower still campaigns: each resignation hands the term to one of the others.
+      const handOffs: number[] = [];
       const campaigning = [...candidacies];
       while (campaigning.length > 1) {
         campaigning.splice(campaigning.indexOf(leader), 1);
+        const resignedAt = Date.now();
         await leader.election.resign();
         const next = await leaderAgain(observer, campaigning, HAND_OFF_AFTER_OUTAGE_MS);
         assert(next, `no follower took over within ${HAND_OFF_AFTER_OUTAGE_MS} ms after ${leader.election.id} resigned`);
+        handOffs.push(Date.now() - resignedAt);
         leader = next;
       }
+      console.info(`[deadbolt conformance] ${ctx.name}: hand-offs after the outages ${handOffs.join(', ')} ms`);
       for (let i = 1; i < yielded.length; i += 1) {
         const [before, after] = [yielded[i - 1]!, yielded[i]!];
         assert(
