@@ -55,7 +55,7 @@ describe('an election through an outage', () => {
     while (errors.length < 5) await nextEvent(client, 'error');
     expect(errors[0]?.key).toBe('e');
     expect(errors[0]?.error).toBeInstanceOf(BackendUnavailableError);
-    expect((errors[0]?.error.cause as Error).message).toBe('connect ECONNREFUSED');
+    expect((errors[0]!.error.cause as Error).message).toBe('connect ECONNREFUSED');
     // The backoff spaces the tries: without it the loop would spin thousands of times meanwhile.
     expect(backend.campaigns).toBeLessThanOrEqual(6);
     backend.failing = false;
