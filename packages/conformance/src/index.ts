@@ -19,6 +19,8 @@ export * from './suite/input.js';
 export * from './suite/hygiene.js';
 export * from './suite/multi.js';
 export * from './suite/election.js';
+export * from './suite/election-outage.js';
+export * from './suite/election-leader.js';
 export * from './suite/read-write.js';
 export * from './suite/semaphore.js';
 export * from './suite/kind-fences.js';

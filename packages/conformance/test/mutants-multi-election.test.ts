@@ -6,13 +6,18 @@ import {
   memoryStore,
   type AcquireRequest,
   type CampaignRequest,
+  type Grant,
+  type MemoryStore,
   type MultiAttemptResult,
   type TermGrant,
 } from '@deadbolt/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   electionKilledLeader,
+  electionLeaderExpires,
+  electionLeaderFresh,
   electionOneLeader,
+  electionRenewalExtends,
   electionResignHandOff,
   electionTermsIncrease,
   multiAbortMidWay,
@@ -105,6 +110,44 @@ class EternalLeader extends MemoryBackend {
   }
 }
 
+/** The leader's id kept in a record of its own, with no lease: it names a leader whose term ran out, until a release. */
+const leaderRecords = new WeakMap<MemoryStore, Map<string, string>>();
+class LeaderRecordOutlivesTerm extends MemoryBackend {
+  private get records(): Map<string, string> {
+    let records = leaderRecords.get(this.store);
+    if (!records) leaderRecords.set(this.store, (records = new Map()));
+    return records;
+  }
+  override async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    const grant = await super.campaign(request, deadline, signal);
+    if (grant) this.records.set(request.key, request.candidate);
+    return grant;
+  }
+  override async release(grant: Grant): Promise<boolean> {
+    this.records.delete(grant.key);
+    return super.release(grant);
+  }
+  override async leader(key: string): Promise<string | undefined> {
+    return this.records.get(key);
+  }
+}
+
+/** leader() answered from the connection's memory of its first answer. */
+class RemembersLeader extends MemoryBackend {
+  private readonly known = new Map<string, string | undefined>();
+  override async leader(key: string): Promise<string | undefined> {
+    if (!this.known.has(key)) this.known.set(key, await super.leader(key));
+    return this.known.get(key);
+  }
+}
+
+/** A renewal that says yes and leaves the lease's expiry where it was. */
+class RenewWithoutExtending extends MemoryBackend {
+  override async renew(grant: Grant): Promise<boolean> {
+    return this.store.live(grant.key, Date.now())?.token === grant.token;
+  }
+}
+
 type Mutant = new (...args: ConstructorParameters<typeof MemoryBackend>) => MemoryBackend;
 
 const mutants: [string, Mutant, ConformanceCase][] = [
@@ -117,6 +160,9 @@ const mutants: [string, Mutant, ConformanceCase][] = [
   ['campaign with a repeated term', RepeatedTerm, electionTermsIncrease],
   ['release that leaves the leader in place', StickyRelease, electionResignHandOff],
   ['a leader lease that never runs out', EternalLeader, electionKilledLeader],
+  ['a leader record that outlives the term', LeaderRecordOutlivesTerm, electionLeaderExpires],
+  ['leader() remembered per connection', RemembersLeader, electionLeaderFresh],
+  ['a term renewal that does not extend the lease', RenewWithoutExtending, electionRenewalExtends],
 ];
 
 describe('the multi and election groups catch broken backends', () => {

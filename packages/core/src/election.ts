@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Grant } from './backend.js';
+import { backoffDelayMs } from './backoff.js';
+import { candidacyBackoff, isTransient } from './candidacy-retry.js';
 import { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from './election-backend.js';
 import { DeadboltError, InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import type { PrimitiveHost } from './primitive-host.js';
 import { termOf } from './term.js';
 import type { Lock } from './types.js';
 import type { ElectOptions, Election, Term } from './types-multi.js';
+import { sleep } from './sleep.js';
 import { describeValue, maxDurationMs } from './validation.js';
 
 const electOptionNames: ReadonlySet<string> = new Set(['id', 'ttlMs', 'signal', 'layout']);
@@ -99,14 +102,28 @@ export class DeadboltElection implements Election {
       },
     };
     const startedAt = Date.now();
+    let failures = 0;
     for (;;) {
       if (this.resigning.signal.aborted) return { done: true, value: undefined };
       stop.throwIfAborted();
       const sentAt = Date.now();
       const deadline = Date.now() + campaignSliceMs;
-      const grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, deadline, stop), {
-        waitUntil: deadline,
-      });
+      let grant: Grant | undefined;
+      try {
+        grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, deadline, stop), {
+          waitUntil: deadline,
+        });
+      } catch (error) {
+        // Resigned, closed or the caller's signal: the loop's top ends the candidacy with its reason.
+        if (stop.aborted) continue;
+        // An outage ends no candidacy: only resign(), the caller's signal and close() do.
+        if (!isTransient(error)) throw error;
+        failures += 1;
+        this.report(error);
+        await sleep(backoffDelayMs(failures, candidacyBackoff), stop).catch(() => undefined);
+        continue;
+      }
+      failures = 0;
       if (!grant) continue;
       if (stop.aborted) {
         await this.host.call(backend, 'release', this.name, () => backend.release(grant), { release: true }).catch(() => false);
@@ -139,7 +156,17 @@ export class DeadboltElection implements Election {
     this.current = undefined;
     if (!current) return;
     current.ended.abort(new DeadboltError('the term was given up', { key: this.name, backend: this.host.label() }));
-    await current.lock.release();
+    // A release the server did not answer leaves the term to run out on the server: it is given up
+    // here (signal aborted, no more renewals), and the candidacy goes on.
+    await current.lock.release().catch((error: unknown) => {
+      if (!isTransient(error)) throw error;
+      this.report(error);
+    });
+  }
+
+  /** A transient failure, on the client's 'error' event: the candidacy itself goes on. */
+  private report(error: unknown): void {
+    this.host.emit('error', { key: this.name, error: error as Error });
   }
 
   private async electionBackend(): Promise<ElectionBackend> {

@@ -51,8 +51,8 @@ export interface KindAcquirer {
 
 /** The backends Deadbolt ships, by what they can hold: named in UnsupportedOperationError. */
 const backendsWith: Readonly<Record<'readWrite' | 'semaphore', string>> = {
-  readWrite: 'memory, zookeeper, postgres (advisory), redis (?mode=fair)',
-  semaphore: 'memory, zookeeper, postgres (advisory), memcached, redis (?mode=fair)',
+  readWrite: 'memory, zookeeper, postgres (?mode=advisory or lease), redis (?mode=fair)',
+  semaphore: 'memory, zookeeper, postgres (?mode=advisory or lease), memcached, redis (?mode=fair)',
 };
 
 /** The capability a kind needs; rejects before any I/O when the backend lacks it. */

@@ -48,7 +48,9 @@ export interface Term {
 /**
  * A candidacy in one election. Iterate it: each value is a term during which we lead; the term ends
  * when the loop body finishes (the next iteration starts a new candidacy, as Curator
- * LeaderSelector's autoRequeue) or when its signal aborts. Leaving the loop resigns.
+ * LeaderSelector's autoRequeue) or when its signal aborts. Leaving the loop resigns. An outage does
+ * not end the candidacy: failed campaigns are reported on the client's 'error' event and tried
+ * again; only resign(), the `signal` option and the client's close() end it.
  */
 export interface Election extends AsyncIterable<Term>, AsyncDisposable {
   readonly name: string;

@@ -60,8 +60,16 @@ describe('read-write locks (memory)', () => {
       .read.acquire()
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedOperationError);
-    expect((error as Error).message).toMatch(/zookeeper/);
-    await expect(locks.semaphore('q', { permits: 2 }).tryAcquire()).rejects.toBeInstanceOf(UnsupportedOperationError);
+    // Every shipped backend whose capabilities say readWrite (both PostgreSQL modes offer it).
+    expect((error as Error).message).toMatch(/memory, zookeeper, postgres \(\?mode=advisory or lease\), redis \(\?mode=fair\)/);
+    const semaphoreError = await locks
+      .semaphore('q', { permits: 2 })
+      .tryAcquire()
+      .catch((e: unknown) => e);
+    expect(semaphoreError).toBeInstanceOf(UnsupportedOperationError);
+    expect((semaphoreError as Error).message).toMatch(
+      /memory, zookeeper, postgres \(\?mode=advisory or lease\), memcached, redis \(\?mode=fair\)/,
+    );
     expect(store.operations).toBe(before);
     void name;
   });

@@ -54,6 +54,14 @@ import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
 import { combineMasters } from './masters.js';
 import { redisResidue } from './residue.js';
 
+/**
+ * The configurations with election and fault hooks run a Redis that keeps its data (AOF) across the
+ * hooks' restarts: the election's outage case asserts that terms keep increasing, and without
+ * persistence a restart forgets the term counter, so terms start again at 1 (fences on a Redis
+ * without persistence are a problem of their own, not the candidacy's that this case tests).
+ */
+const keepsData = { args: ['--appendonly', 'yes'] };
+
 /** The read-write and semaphore groups run on the single-server and Cluster fair configurations. */
 const primitivesElsewhere = 'CI time: read-write locks and semaphores run on redis:fair and its Cluster configuration';
 
@@ -98,7 +106,7 @@ if (describeLockConformance === undefined) {
         capabilities: fairCapabilities,
         faults: serverFaults,
         scaleLocks: 2_000,
-        servers: () => startRedis(),
+        servers: () => startRedis(keepsData),
         create: (server: ServerHandle, options: { prefix: string }) =>
           fair.create(`${server.url}?mode=fair&waiterLeaseMs=${suiteWaiterLeaseMs}`, options.prefix),
         kill: fair.kill,
@@ -114,7 +122,7 @@ if (describeLockConformance === undefined) {
         capabilities: capabilitiesOf[mode],
         faults: serverFaults,
         scaleLocks: 2_000,
-        servers: () => startRedis(),
+        servers: () => startRedis(capabilitiesOf[mode].election ? keepsData : undefined),
         create: (server: ServerHandle, options: { prefix: string }) => clients.create(`${server.url}?mode=${mode}`, options.prefix),
         kill: clients.kill,
         ...singleServerHooks(mode),
@@ -140,7 +148,7 @@ if (describeLockConformance === undefined) {
         down: (set: RedisSentinelSet) => set.master.down(),
         up: (set: RedisSentinelSet) => set.master.up(),
       },
-      servers: () => startRedisSentinel(),
+      servers: () => startRedisSentinel(keepsData),
       create:
         mode === 'fair'
           ? (set: RedisSentinelSet, options: { prefix: string }) =>

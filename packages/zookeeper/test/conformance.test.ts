@@ -76,7 +76,15 @@ describeLockConformance({
   // A frozen server (SIGSTOP of the JVM, or a container pause): an acquire settles within waitMs +
   // one call and leaves no lock behind once it wakes. Not on the ensemble (all members frozen is the
   // same case for the client, and ~10 s of CI time).
-  faults: { pause: (server) => server.pause(), resume: (server) => server.resume() },
+  // A restart (the data directory, and with it the sessions, survive it): an election's candidacies
+  // must outlive it, and a plain hold either survives or fails typed.
+  faults: {
+    pause: (server) => server.pause(),
+    resume: (server) => server.resume(),
+    restart: (server) => server.restart(),
+    down: (server) => server.down(),
+    up: (server) => server.up(),
+  },
   // Through a TCP proxy whose connections go silent: the session resumes on a new connection after
   // the read timeout (2/3 of the 6 s session). Not on the ensemble: the same client code.
   proxied: {

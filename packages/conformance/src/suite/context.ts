@@ -153,6 +153,8 @@ export interface CaseContext {
   client(prefix?: string): LockClient;
   /** Runs a fault hook on the suite's server; throws when the hook is missing. */
   fault(hook: keyof FaultHooks): Promise<void>;
+  /** Whether the adapter gave this fault hook (and a server to run it on). */
+  hasFault(hook: keyof FaultHooks): boolean;
   /** Ends `client` as a crash would (options.kill); throws when the hook is missing. */
   kill(client: LockClient): Promise<void>;
   readonly chaosOperations: number;
@@ -216,6 +218,7 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
       // Outside any handle tracker: what the fault opens (an engine's HTTP socket, a restarted process's pipes) is not the clients'.
       await untracked(() => fn.call(resolved.faults, server));
     },
+    hasFault: (hook) => resolved.faults?.[hook] !== undefined && server !== undefined,
     async kill(client): Promise<void> {
       if (!resolved.kill) throw new Error(`no kill hook for ${resolved.name}`);
       await resolved.kill(client, server);

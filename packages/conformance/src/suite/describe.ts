@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { resolveOptions, runCase, type ConformanceCase, type ConformanceOptions, type ServerLike } from './context.js';
 import { electionCases } from './election.js';
+import { electionLeaderCases } from './election-leader.js';
+import { electionOutageCases } from './election-outage.js';
 import { fairCases } from './fair.js';
 import { faultCases } from './faults.js';
 import { hygieneCases } from './hygiene.js';
@@ -28,7 +30,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   input: [...inputCases, ...keyEdgeCases],
   hygiene: [...hygieneCases, ...lifecycleCases],
   multi: multiCases,
-  election: electionCases,
+  election: [...electionCases, ...electionLeaderCases, ...electionOutageCases],
   readWrite: readWriteCases,
   semaphore: semaphoreCases,
   fair: fairCases,
