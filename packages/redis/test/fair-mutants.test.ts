@@ -66,6 +66,11 @@ const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
     fencesAcrossHandOffs,
     [mutate('fair_release', "local fence = redis.call('INCR', fenceKey)", "local fence = tonumber(redis.call('GET', fenceKey) or '0')")],
   ],
+  [
+    'a grant message prints the fence as Lua prints numbers (14 digits: a seeded fence has 16)',
+    fencesAcrossHandOffs,
+    [mutate('fair_release', "string.format('%d', fence)", 'fence')],
+  ],
 ];
 
 describe('the fair group catches broken fair modes', () => {
