@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { fenceScriptPrologueLua, nextFenceLua } from './fence-lua.js';
 
 /**
@@ -67,6 +67,18 @@ function define(connection: Redis | Cluster): Record<string, Call> {
 
 export function runAcquireMany(connection: Redis | Cluster, keys: readonly string[], token: string, ttlMs: number): Promise<unknown> {
   return define(connection)[names.acquireMany]!.call(connection, keys.length, ...keys, token, ttlMs);
+}
+
+/** The election's acquire, queued on a pipeline of `connection` (then WAIT: replica-ack.ts). */
+export function queueElectAcquire(
+  connection: Redis | Cluster,
+  keys: readonly [string, string, string],
+  token: string,
+  ttlMs: number,
+  id: string,
+): (pipeline: ChainableCommander) => void {
+  define(connection);
+  return (pipeline) => (pipeline as unknown as Record<string, Call>)[names.electAcquire]!.call(pipeline, ...keys, token, ttlMs, id);
 }
 
 export function runElectAcquire(
