@@ -1,6 +1,6 @@
 // `replicas`: a grant and each renewal wait (Redis WAIT) for that many replicas, on a real primary
 // with one real replica.
-import { startRedis, startRedisPrimaryReplica, type RedisPrimaryReplica } from '@deadbolt/conformance/servers';
+import { startRedis, startRedisPrimaryReplica, startRedisSentinel, type RedisPrimaryReplica } from '@deadbolt/conformance/servers';
 import { BackendUnavailableError, createLockClient, InvalidArgumentError } from '@deadbolt/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ReplicaAcknowledgementError } from '../src/index.js';
@@ -149,6 +149,29 @@ describe('replicas: a server that dies during WAIT', () => {
       expect(error).toBeInstanceOf(BackendUnavailableError);
     } finally {
       await server.stop();
+    }
+  });
+});
+
+describe('replicas through Sentinel', () => {
+  it('a master without replicas: replicas=1 fails typed with 0 of 1 and leaves the key free', async () => {
+    const set = await startRedisSentinel();
+    try {
+      const locks = createLockClient(`${set.url}&replicas=1&replicaTimeoutMs=20`);
+      const onMaster = opened.raw(set.master.url);
+      try {
+        const error = await locks.acquire('sentinel-acked', { waitMs: 0 }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(ReplicaAcknowledgementError);
+        expect((error as ReplicaAcknowledgementError).acknowledged).toBe(0);
+        expect(await onMaster.exists('deadbolt:sentinel-acked')).toBe(0);
+      } finally {
+        await locks.close();
+      }
+    } finally {
+      await set.stop();
     }
   });
 });
