@@ -134,17 +134,13 @@ export class RedisBackend implements LockBackend {
       }
       if (this.mode instanceof SetnxMode && this.waitForChange) {
         const waitForChange = this.waitForChange;
+        const acked = options.replicaWait;
         // With replicas, acquireAll takes key after key (each grant acknowledged) instead of one script.
-        if (options.replicaWait === undefined)
+        if (acked === undefined)
           this.tryAcquireMany = (requests) =>
             this.run('acquire', requests.map((request) => request.key).join(', '), () => tryAcquireManySetnx(connection, requests));
         this.campaign = (request, deadline, signal) =>
-          this.run(
-            'elect',
-            request.key,
-            () => campaignSetnx(connection, waitForChange, request, deadline, signal, options.replicaWait),
-            false,
-          );
+          this.run('elect', request.key, () => campaignSetnx(connection, waitForChange, request, deadline, signal, acked), false);
         this.leader = (key) => this.run('leader', key, () => leaderSetnx(connection, key));
       }
       if (this.mode instanceof FairMode) {
