@@ -134,10 +134,13 @@ export class RedisBackend implements LockBackend {
       }
       if (this.mode instanceof SetnxMode && this.waitForChange) {
         const waitForChange = this.waitForChange;
-        this.tryAcquireMany = (requests) =>
-          this.run('acquire', requests.map((request) => request.key).join(', '), () => tryAcquireManySetnx(connection, requests));
+        const acked = options.replicaWait;
+        // With replicas, acquireAll takes key after key (each grant acknowledged) instead of one script.
+        if (acked === undefined)
+          this.tryAcquireMany = (requests) =>
+            this.run('acquire', requests.map((request) => request.key).join(', '), () => tryAcquireManySetnx(connection, requests));
         this.campaign = (request, deadline, signal) =>
-          this.run('elect', request.key, () => campaignSetnx(connection, waitForChange, request, deadline, signal), false);
+          this.run('elect', request.key, () => campaignSetnx(connection, waitForChange, request, deadline, signal, acked), false);
         this.leader = (key) => this.run('leader', key, () => leaderSetnx(connection, key));
       }
       if (this.mode instanceof FairMode) {
@@ -172,9 +175,9 @@ export class RedisBackend implements LockBackend {
   private singleMode(connection: Redis | Cluster): LockMode {
     switch (this.options.mode) {
       case 'setnx':
-        return new SetnxMode(connection);
+        return new SetnxMode(connection, this.options.replicaWait);
       case 'hash-reentrant':
-        return new HashReentrantMode(connection);
+        return new HashReentrantMode(connection, this.options.replicaWait);
       case 'getset':
         return new GetsetMode(connection, this.options.now);
       case 'fair':

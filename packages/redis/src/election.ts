@@ -1,8 +1,9 @@
 import type { CampaignRequest, TermGrant } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
-import { fenceKey, siblingKey } from './keys.js';
-import { runElectAcquire, runElectLeader } from './multi-election-scripts.js';
-import { pair } from './scripts.js';
+import { fenceKey, releaseChannel, siblingKey, waitingKey } from './keys.js';
+import { queueElectAcquire, runElectAcquire, runElectLeader } from './multi-election-scripts.js';
+import { acknowledgedGrant, type ReplicaWait } from './replica-ack.js';
+import { pair, runScript } from './scripts.js';
 import { randomToken } from './token.js';
 
 /** Where the election waits for news of a release: the backend's notifier (at most maxWaitMs). */
@@ -29,18 +30,23 @@ export async function campaignSetnx(
   request: CampaignRequest,
   deadline: number,
   signal: AbortSignal,
+  replicaWait?: ReplicaWait,
 ): Promise<TermGrant | undefined> {
   for (;;) {
     const token = randomToken();
     const sentAt = Date.now();
+    const keys = [request.key, fenceKey(request.key), leaderKey(request.key)] as const;
     const [elected, value] = pair(
-      await runElectAcquire(
-        connection,
-        [request.key, fenceKey(request.key), leaderKey(request.key)],
-        token,
-        request.ttlMs,
-        request.candidate,
-      ),
+      replicaWait === undefined
+        ? await runElectAcquire(connection, keys, token, request.ttlMs, request.candidate)
+        : await acknowledgedGrant(
+            connection,
+            replicaWait,
+            queueElectAcquire(connection, keys, token, request.ttlMs, request.candidate),
+            (reply) => pair(reply)[0] === 1,
+            () => runScript(connection, 'setnx-release', [request.key, waitingKey(request.key)], [token, releaseChannel(request.key)]),
+            { action: 'elect', key: request.key, backend: 'redis:setnx' },
+          ),
     );
     if (elected === 1) return { key: request.key, owner: request.owner, token, fence: value, sentAt };
     request.onContended?.();

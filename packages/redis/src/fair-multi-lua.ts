@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { fenceTextLua, nextFenceLua } from './fence-lua.js';
 
 /**
  * The fair mode's multi-lock enqueue (issue 17; primitives.md section 4.1): in ONE script, the call
@@ -31,14 +32,13 @@ for i = 1, #KEYS / 4 do
       local client, headTtl = string.match(head, '^([^.]+)%.(%d+)%.')
       if deadline and deadline > now and client then
         redis.call('SET', lockKey, head, 'PX', math.max(1, math.min(tonumber(headTtl), deadline - now)))
-        local fence = redis.call('INCR', fenceKey)
-        if prefix ~= '' then redis.call(publish, prefix .. client, head .. ' ' .. fence) end
+        ${nextFenceLua('fence', 'fenceKey')}        if prefix ~= '' then redis.call(publish, prefix .. client, head .. ' ' .. ${fenceTextLua('fence')}) end
         break
       end
     end
     if not redis.call('GET', lockKey) then
       redis.call('SET', lockKey, token, 'PX', ttl)
-      reply[2 * i - 1], reply[2 * i] = 1, redis.call('INCR', fenceKey)
+      ${nextFenceLua('fence', 'fenceKey')}      reply[2 * i - 1], reply[2 * i] = 1, fence
       held = true
     end
   end

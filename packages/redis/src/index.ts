@@ -29,6 +29,7 @@ export {
   defaultCommandTimeoutMs,
   defaultDriftFactor,
   defaultWaiterLeaseMs,
+  defaultReplicaTimeoutMs,
 } from './options.js';
 export type { RedisBackendOptions, RedisMode, RedisNodeAddress, ResolvedRedisOptions } from './options.js';
 export { setnxCapabilities } from './modes/setnx.js';
@@ -37,6 +38,7 @@ export { hashReentrantCapabilities } from './modes/hash-reentrant.js';
 export { redlockCapabilities, QuorumUnreachableError } from './modes/redlock.js';
 export { fenceKey, releaseChannel, slotOf } from './keys.js';
 export { fairCapabilities } from './modes/fair.js';
+export { ReplicaAcknowledgementError, type ReplicaWait } from './replica-ack.js';
 
 /** Types `options` by scheme in createLockClient (`{ url: 'redis://...', options }`). */
 declare module '@deadbolt/core' {

@@ -15,6 +15,7 @@
  * starve (Redisson's RReadWriteLock admits readers past a waiting writer), and nobody polls
  * (redis-semaphore polls on client clocks).
  */
+import { fenceTextLua, nextFenceLua } from './fence-lua.js';
 import { standaloneGrantPrefix } from './lua.js';
 
 const kindPreludeLua = `-- kind prelude (see kinds-lua.ts): holders, meta, queue, waiters, fence
@@ -72,7 +73,7 @@ end
 
 -- Every grant takes a new fence, readers and permits too (as the memory backend and ZooKeeper's czxid).
 local function hold(token, mode, leaseMs)
-  local fence = redis.call('INCR', fenceKey)
+  ${nextFenceLua('fence', 'fenceKey')}
   redis.call('ZADD', holdersKey, now + leaseMs, token)
   redis.call('HSET', metaKey, token, fence)
   if mode == 'w' then redis.call('HSET', metaKey, 'writer', token) end
@@ -98,7 +99,7 @@ local function grantWaiting(channelPrefix, publish)
     if client and deadline and deadline > now then
       if not room(mode) then return end
       local fence = hold(head, mode, math.max(1, math.min(tonumber(ttl), deadline - now)))
-      if channelPrefix ~= '' then redis.call(publish, channelPrefix .. client, head .. ' ' .. fence) end
+      if channelPrefix ~= '' then redis.call(publish, channelPrefix .. client, head .. ' ' .. ${fenceTextLua('fence')}) end
     end
     redis.call('LPOP', queueKey)
     redis.call('ZREM', waitersKey, head)
@@ -139,7 +140,7 @@ local permits, downgradeOf = ARGV[5] or '', ARGV[6] or ''
 -- written and one expiry, as the mutex's SET PX, and no TIME. The first general path to run turns
 -- it into an ordinary zset hold (unsolo). Four commands, as the mutex's three plus the kind's fields.
 if redis.call('EXISTS', holdersKey, queueKey, metaKey) == 0 then
-  local fence = redis.call('INCR', fenceKey)
+  ${nextFenceLua('fence', 'fenceKey')}
   if mode == 'w' then
     redis.call('HSET', metaKey, token, fence, 'solo', token, 'writer', token)
   elseif permits ~= '' then

@@ -2,6 +2,7 @@
  * The Lua sources, compiled into the JavaScript so a bundled app (esbuild, serverless) needs no file
  * from the package at run time. One constant per script; the .lua text is kept verbatim.
  */
+import { fenceScriptPrologueLua, fenceTextLua, nextFenceLua } from './fence-lua.js';
 
 export const compareDeleteLua = `-- Release: delete the key only if it still holds our token (the compare-and-delete of the Redis
 -- docs' "Distributed locks" page and seed 004), never GET-then-DEL from the client, which races
@@ -102,11 +103,11 @@ export const hashAcquireLua = `-- hash-reentrant mode, acquire or re-enter (seed
 -- KEYS[1] lock hash, KEYS[2] fencing counter (same hash slot)
 -- ARGV[1] ttl in ms, ARGV[2] owner id, ARGV[3] attempt id ('' = none)
 -- returns {1, fence} when held (first hold or re-entry), {0, pttl} when another owner holds it
-if redis.call('EXISTS', KEYS[1]) == 0 then
+${fenceScriptPrologueLua}if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
   if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '', ARGV[3]) end
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {1, redis.call('INCR', KEYS[2])}
+  ${nextFenceLua('fence', 'KEYS[2]')}  return {1, fence}
 end
 if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
   redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
@@ -180,8 +181,8 @@ export const setnxAcquireLua = `-- setnx mode, acquire (seeds 000 and 004): SET 
 -- KEYS[1] lock key, KEYS[2] fencing counter (same hash slot)
 -- ARGV[1] random token, ARGV[2] ttl in ms
 -- returns {1, fence} when acquired, {0, pttl} when held by someone else
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('INCR', KEYS[2])}
+${fenceScriptPrologueLua}if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  ${nextFenceLua('fence', 'KEYS[2]')}  return {1, fence}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `;
@@ -248,8 +249,7 @@ end
 local function grantTo(head, deadline, now, channelPrefix, publish)
   local client, ttl = string.match(head, '^([^.]+)%.(%d+)%.')
   redis.call('SET', lockKey, head, 'PX', math.max(1, math.min(tonumber(ttl), deadline - now)))
-  local fence = redis.call('INCR', fenceKey)
-  if channelPrefix ~= '' then redis.call(publish, channelPrefix .. client, head .. ' ' .. fence) end
+  ${nextFenceLua('fence', 'fenceKey')}  if channelPrefix ~= '' then redis.call(publish, channelPrefix .. client, head .. ' ' .. ${fenceTextLua('fence')}) end
   return fence
 end
 
@@ -279,7 +279,7 @@ export const fairAcquireLua = `-- fair mode, acquire. Fast path first: nobody qu
 -- write even when it fails, and the full script reads TIME (Redis < 5).
 if redis.replicate_commands then redis.replicate_commands() end
 if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('INCR', KEYS[2])}
+  ${nextFenceLua('fence', 'KEYS[2]')}  return {1, fence}
 end
 ${fairQueueFragmentLua}
 -- fair mode, acquire / re-check / heartbeat in one script (idempotent per token):
@@ -298,13 +298,13 @@ local now
 if not holder then
   if redis.call('EXISTS', queueKey) == 0 then
     redis.call('SET', lockKey, token, 'PX', ARGV[2])
-    return {1, redis.call('INCR', fenceKey)}
+    ${nextFenceLua('fence', 'fenceKey')}    return {1, fence}
   end
   now = serverNow()
   local head, deadline = popLiveHead(now)
   if head == nil or head == token then
     redis.call('SET', lockKey, token, 'PX', ARGV[2])
-    return {1, redis.call('INCR', fenceKey)}
+    ${nextFenceLua('fence', 'fenceKey')}    return {1, fence}
   end
   grantTo(head, deadline, now, ARGV[5] or '${standaloneGrantPrefix}', ARGV[6] or 'PUBLISH')
 end

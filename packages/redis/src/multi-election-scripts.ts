@@ -1,4 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import { fenceScriptPrologueLua, nextFenceLua } from './fence-lua.js';
 
 /**
  * Scripts of the multi-lock and the election (setnx layout: the lock is a plain token under the
@@ -11,14 +12,14 @@ export const acquireManyLua = `-- setnx multi-lock: every key or none, in one at
 -- KEYS[1..n] lock keys, KEYS[n+1..2n] their fencing counters (all in one hash slot)
 -- ARGV[1] random token, ARGV[2] ttl in ms
 -- returns {1, fence1, ..., fencen} when acquired, {0, index, pttl} when key number index is held
-local n = #KEYS / 2
+${fenceScriptPrologueLua}local n = #KEYS / 2
 for i = 1, n do
   if redis.call('EXISTS', KEYS[i]) == 1 then return {0, i, redis.call('PTTL', KEYS[i])} end
 end
 local reply = {1}
 for i = 1, n do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  reply[i + 1] = redis.call('INCR', KEYS[n + i])
+  ${nextFenceLua('fence', 'KEYS[n + i]')}  reply[i + 1] = fence
 end
 return reply
 `;
@@ -29,9 +30,9 @@ export const electAcquireLua = `-- election on the setnx lock: SET NX PX and INC
 -- KEYS[1] lock key, KEYS[2] fencing counter, KEYS[3] leader record (one slot)
 -- ARGV[1] random token, ARGV[2] ttl in ms, ARGV[3] participant id
 -- returns {1, term} when elected, {0, pttl} when another leader holds the lock
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+${fenceScriptPrologueLua}if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('SET', KEYS[3], ARGV[1] .. '\\n' .. ARGV[3])
-  return {1, redis.call('INCR', KEYS[2])}
+  ${nextFenceLua('term', 'KEYS[2]')}  return {1, term}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `;
@@ -66,6 +67,18 @@ function define(connection: Redis | Cluster): Record<string, Call> {
 
 export function runAcquireMany(connection: Redis | Cluster, keys: readonly string[], token: string, ttlMs: number): Promise<unknown> {
   return define(connection)[names.acquireMany]!.call(connection, keys.length, ...keys, token, ttlMs);
+}
+
+/** The election's acquire, queued on a pipeline of `connection` (then WAIT: replica-ack.ts). */
+export function queueElectAcquire(
+  connection: Redis | Cluster,
+  keys: readonly [string, string, string],
+  token: string,
+  ttlMs: number,
+  id: string,
+): (pipeline: ChainableCommander) => void {
+  define(connection);
+  return (pipeline) => (pipeline as unknown as Record<string, Call>)[names.electAcquire]!.call(pipeline, ...keys, token, ttlMs, id);
 }
 
 export function runElectAcquire(

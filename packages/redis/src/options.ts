@@ -14,6 +14,7 @@ import {
   urlParameters,
 } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
+import type { ReplicaWait } from './replica-ack.js';
 
 /** The lock algorithms this package implements (one file each under modes/). */
 export type RedisMode = 'setnx' | 'fair' | 'getset' | 'hash-reentrant' | 'redlock';
@@ -70,6 +71,14 @@ export interface RedisBackendOptions {
   readonly sentinel?: string;
   /** Redis Sentinel: the Sentinels' own password (AUTH), when they require one; `password` is the master's. */
   readonly sentinelPassword?: string;
+  /**
+   * setnx and hash-reentrant: every grant and renewal waits (Redis WAIT, in the same round trip) until
+   * this many replicas have it. A grant fewer acknowledge is taken back and the acquire fails with
+   * ReplicaAcknowledgementError; such a renewal fails (the lock is reported lost). Default 0 (no wait).
+   */
+  readonly replicas?: number;
+  /** How long WAIT waits for the replicas, below commandTimeoutMs. Default 100. */
+  readonly replicaTimeoutMs?: number;
 }
 
 /** What the backend runs on: validated, with defaults, frozen. */
@@ -91,11 +100,14 @@ export interface ResolvedRedisOptions {
   /** The Sentinel master name; undefined without Sentinel. */
   readonly sentinel: string | undefined;
   readonly sentinelPassword: string | undefined;
+  /** `replicas` and `replicaTimeoutMs`; undefined without replicas. */
+  readonly replicaWait: ReplicaWait | undefined;
 }
 
 export const defaultCommandTimeoutMs = 2_000;
 export const defaultDriftFactor = 0.01;
 export const defaultWaiterLeaseMs = 3_000;
+export const defaultReplicaTimeoutMs = 100;
 const defaultPort = 6379;
 const defaultSentinelPort = 26379;
 const backend = 'redis';
@@ -109,6 +121,8 @@ const urlParameterNames: ReadonlySet<string> = new Set([
   'waiterLeaseMs',
   'cluster',
   'sentinel',
+  'replicas',
+  'replicaTimeoutMs',
   'prefix',
 ]);
 const objectOptions: ReadonlySet<string> = new Set([
@@ -128,6 +142,8 @@ const objectOptions: ReadonlySet<string> = new Set([
   'waiterLeaseMs',
   'sentinel',
   'sentinelPassword',
+  'replicas',
+  'replicaTimeoutMs',
 ]);
 
 /**
@@ -207,6 +223,8 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
     if (client !== undefined) throw new InvalidArgumentError('sentinel', "give either 'client' or the Sentinels, not both", { backend });
   }
 
+  const replicaWait = resolveReplicaWait(merged, mode, commandTimeoutMs);
+
   return Object.freeze({
     mode,
     nodes: Object.freeze(
@@ -228,7 +246,33 @@ export function resolveRedisOptions(url: string | URL | undefined, given: Readon
     waiterLeaseMs,
     sentinel,
     sentinelPassword,
+    replicaWait,
   });
+}
+
+/** Modes whose grants the acquirer's own script writes, so the acquirer's WAIT covers them. */
+const replicaModes: readonly RedisMode[] = ['setnx', 'hash-reentrant'];
+
+function resolveReplicaWait(merged: Record<string, unknown>, mode: RedisMode, commandTimeoutMs: number): ReplicaWait | undefined {
+  const replicas = integerOption('replicas', merged.replicas ?? 0, backend, 0, 100);
+  const timeoutMs = durationOption('replicaTimeoutMs', merged.replicaTimeoutMs ?? defaultReplicaTimeoutMs, backend);
+  if (replicas === 0) return undefined;
+  if (!replicaModes.includes(mode))
+    throw new InvalidArgumentError(
+      'replicas',
+      `mode ${mode} does not wait for replicas; use mode=setnx or mode=hash-reentrant (fair grants waiters from another client's script, redlock has no replicas)`,
+      { backend },
+    );
+  // WAIT 0 waits forever; one at or past the command timeout is cut off by it and reads as an outage.
+  if (timeoutMs < 1 || timeoutMs >= commandTimeoutMs)
+    throw new InvalidArgumentError(
+      'replicaTimeoutMs',
+      `expected at least 1 ms and below commandTimeoutMs (${commandTimeoutMs}), got ${timeoutMs}`,
+      {
+        backend,
+      },
+    );
+  return Object.freeze({ replicas, timeoutMs });
 }
 
 function isIoredisLike(value: unknown): boolean {

@@ -1,7 +1,7 @@
 import { createLockClient } from '@deadbolt/core';
 import { type Grant } from '@deadbolt/core/adapter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisBackend, fenceKey, slotOf, type RedisBackend } from '../src/index.js';
+import { createRedisBackend, fenceKey, ReplicaAcknowledgementError, slotOf, type RedisBackend } from '../src/index.js';
 import { startRedisCluster, type RedisCluster } from './cluster.js';
 import { grantOf, request, timed } from './support.js';
 
@@ -58,6 +58,30 @@ describe.each(['setnx', 'hash-reentrant'] as const)('redis %s on a 3-master Redi
       await value?.release();
     } finally {
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
+describe('replicas on a Redis Cluster without replicas', () => {
+  it('WAIT goes to the master of each key (one pipeline per slot): acquires fail typed with 0 of 1 and leave no key', async () => {
+    const backend = createRedisBackend({ mode: 'setnx', nodes: cluster.nodes, replicas: 1, replicaTimeoutMs: 20 });
+    const plain = createRedisBackend({ mode: 'setnx', nodes: cluster.nodes });
+    try {
+      const keys = ['a', 'b', 'c', 'd', 'e', 'f'].map((key) => `cluster:replicas:${key}`);
+      expect(new Set(keys.map((key) => Math.floor(slotOf(key) / 5462))).size).toBe(3);
+      for (const key of keys) {
+        const error = await backend.tryAcquire(request(key)).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(ReplicaAcknowledgementError);
+        expect((error as ReplicaAcknowledgementError).acknowledged).toBe(0);
+        // Taken back on its master: a client without the option gets it at once.
+        const grant = await grantOf(plain, request(key, 10_000, 'owner-b'));
+        await plain.release(grant);
+      }
+    } finally {
+      await Promise.all([backend.close(), plain.close()]);
     }
   });
 });

@@ -78,6 +78,11 @@ const mutants: [string, ConformanceCase, [FairScript, string][]][] = [
       ),
     ],
   ],
+  [
+    'a grant message prints the fence as Lua prints numbers (14 digits: a seeded fence has 16)',
+    fencesAcrossHandOffs,
+    [mutate('fair_release', "string.format('%d', fence)", 'fence')],
+  ],
 ];
 
 describe('the fair group catches broken fair modes', () => {

@@ -32,6 +32,8 @@ export interface Starters {
   readonly postgres: () => Promise<ServerHandle>;
   readonly memcached: () => Promise<ServerHandle>;
   readonly zookeeper: () => Promise<ServerHandle>;
+  /** A Redis primary with one replica; stopping the handle stops both. */
+  readonly redisReplicated?: () => Promise<ServerHandle>;
 }
 
 function subject(backend: string, mode: string, kind: SubjectKind, open: () => Promise<Mutex>): Subject {
@@ -159,6 +161,24 @@ export function backendPlans(starters: Starters): BackendPlan[] {
           () => openRawTokenHandoff(server!.url, permits),
         ),
     },
+    // The cost of `replicas=1` (WAIT for the replica on every grant and renewal), beside the same
+    // mode without it, interleaved on the same primary-and-replica pair.
+    ...(starters.redisReplicated === undefined
+      ? []
+      : [
+          {
+            backend: 'redis-replicated',
+            adapterPackage: '@deadbolt/redis',
+            start: starters.redisReplicated,
+            subjects: (server: ServerHandle | undefined, ttlMs: number) => [
+              subject('redis-replicated', 'setnx', 'deadbolt', () => openDeadbolt(withMode(server!.url, 'setnx'), ttlMs)),
+              subject('redis-replicated', 'setnx replicas=1', 'deadbolt', () =>
+                openDeadbolt(withMode(server!.url, 'setnx&replicas=1&replicaTimeoutMs=500'), ttlMs),
+              ),
+            ],
+            scaleUrls: () => [],
+          },
+        ]),
     {
       backend: 'postgres',
       adapterPackage: '@deadbolt/postgres',

@@ -1,7 +1,14 @@
 #!/usr/bin/env node
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { startMemcached, startPostgres, startRedis, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
+import {
+  startMemcached,
+  startPostgres,
+  startRedis,
+  startRedisPrimaryReplica,
+  startZooKeeper,
+  type ServerHandle,
+} from '@deadbolt/conformance/servers';
 import { backendPlans, type BackendPlan } from './catalog.js';
 import { type Contestant, runInterleaved, type SliceSchedule } from './interleave.js';
 import { addMutexRatios, openPrimitive } from './primitives.js';
@@ -16,7 +23,8 @@ Throughput, latency and fairness of every available backend and mode, beside the
 the bare protocol and beside node-redlock and redis-semaphore, all in one run on real servers.
 Subjects compared with each other run interleaved (alternating slices), so they see the same load.
   --quick        a ~30 s subset (uncontended and 10-worker contention, short runs, no scale run)
-  --backend X    only these backends (memory, redis, postgres, memcached, zookeeper); repeatable
+  --backend X    only these backends (memory, redis, redis-replicated, postgres, memcached, zookeeper);
+                 repeatable. redis-replicated: setnx with and without replicas=1 on a primary with one replica
   --out DIR      where results.json and results.md go (default bench-results)`;
 
 interface Measurement {
@@ -133,7 +141,14 @@ async function main(): Promise<void> {
   const loadAtStart = loadavg();
   const rows: BenchRow[] = [];
   const providers = new Set<string>();
-  for (const plan of backendPlans({ redis: startRedis, postgres: startPostgres, memcached: startMemcached, zookeeper: startZooKeeper })) {
+  const starters = {
+    redis: startRedis,
+    postgres: startPostgres,
+    memcached: startMemcached,
+    zookeeper: startZooKeeper,
+    redisReplicated: startReplicatedRedis,
+  };
+  for (const plan of backendPlans(starters)) {
     if (wanted.size > 0 && !wanted.has(plan.backend)) continue;
     const missing = await adapterMissing(plan);
     if (missing) console.error(`[bench] ${plan.backend}: baselines only, no deadbolt rows: ${missing}`);
@@ -164,6 +179,12 @@ async function main(): Promise<void> {
   writeResults(out, machine, { interleaved: true, ...schedule, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg() }, rows);
   console.log(renderTable(rows));
   console.log(`\nwrote ${out}/results.json and ${out}/results.md`);
+}
+
+/** The primary as the handle the bench connects to; its stop() stops the replica too. */
+async function startReplicatedRedis(): Promise<ServerHandle> {
+  const pair = await startRedisPrimaryReplica();
+  return Object.assign(Object.create(pair.primary) as ServerHandle, { stop: () => pair.stop() });
 }
 
 main().catch((error: unknown) => {

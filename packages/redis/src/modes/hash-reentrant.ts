@@ -2,6 +2,7 @@ import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbo
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
+import { acknowledgedGrant, type ReplicaWait } from '../replica-ack.js';
 import { pair, queueScript, runScript } from '../scripts.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
@@ -24,11 +25,27 @@ export class HashReentrantMode implements LockMode {
   readonly capabilities = hashReentrantCapabilities;
   readonly publishesReleases = true;
 
-  constructor(private readonly connection: Redis | Cluster) {}
+  /** `replicaWait`: every hold and renewal waits for that many replicas (WAIT in the same round trip). */
+  constructor(
+    private readonly connection: Redis | Cluster,
+    private readonly replicaWait?: ReplicaWait,
+  ) {}
 
   async tryAcquire(request: AcquireRequest, attempt = ''): Promise<AttemptResult> {
+    const keys = [request.key, fenceKey(request.key)];
+    const args = [request.ttlMs, request.owner, attempt];
     const [acquired, value] = pair(
-      await runScript(this.connection, 'hash-acquire', [request.key, fenceKey(request.key)], [request.ttlMs, request.owner, attempt]),
+      this.replicaWait === undefined
+        ? await runScript(this.connection, 'hash-acquire', keys, args)
+        : await acknowledgedGrant(
+            this.connection,
+            this.replicaWait,
+            (pipeline) => queueScript(pipeline, 'hash-acquire', keys, args),
+            (reply) => pair(reply)[0] === 1,
+            // Takes back exactly the hold this attempt added (a re-entry's too), as a lost answer's undo does.
+            () => this.undoAcquire(request, attempt),
+            { action: 'acquire', key: request.key, backend: 'redis:hash-reentrant' },
+          ),
     );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token: request.owner, fence: value } };
@@ -48,6 +65,7 @@ export class HashReentrantMode implements LockMode {
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    if (this.replicaWait !== undefined) return (await this.renewMany([grant], [ttlMs]))[0]!;
     return Number(await runScript(this.connection, 'hash-renew', [grant.key], [grant.token, ttlMs])) === 1;
   }
 
@@ -56,6 +74,7 @@ export class HashReentrantMode implements LockMode {
       this.connection,
       grants.map((grant) => grant.key),
       (pipeline, index) => queueScript(pipeline, 'hash-renew', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+      this.replicaWait,
     );
     return replies.map((reply) => Number(reply) === 1);
   }

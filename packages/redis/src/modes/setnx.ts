@@ -2,6 +2,7 @@ import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbo
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
+import { acknowledgedGrant, type ReplicaWait } from '../replica-ack.js';
 import { pair, queueScript, runScript } from '../scripts.js';
 import { TokenSource } from '../token.js';
 import { baseCapabilities, type LockMode } from './mode.js';
@@ -25,16 +26,33 @@ export const setnxCapabilities: Capabilities = Object.freeze({
  */
 export class SetnxMode implements LockMode {
   readonly mode = 'setnx' as const;
-  readonly capabilities = setnxCapabilities;
+  readonly capabilities: Capabilities;
   readonly publishesReleases = true;
 
   private readonly tokens = new TokenSource();
 
-  constructor(private readonly connection: Redis | Cluster) {}
+  /** `replicaWait`: every grant and renewal waits for that many replicas (WAIT in the same round trip). */
+  constructor(
+    private readonly connection: Redis | Cluster,
+    private readonly replicaWait?: ReplicaWait,
+  ) {
+    // acquireAll's one script per slot does not wait for replicas: core takes the keys one by one.
+    this.capabilities = replicaWait === undefined ? setnxCapabilities : Object.freeze({ ...setnxCapabilities, multi: 'ordered' as const });
+  }
 
   async tryAcquire(request: AcquireRequest, token = this.tokens.next()): Promise<AttemptResult> {
+    const keys = [request.key, fenceKey(request.key)];
     const [acquired, value] = pair(
-      await runScript(this.connection, 'setnx-acquire', [request.key, fenceKey(request.key)], [token, request.ttlMs]),
+      this.replicaWait === undefined
+        ? await runScript(this.connection, 'setnx-acquire', keys, [token, request.ttlMs])
+        : await acknowledgedGrant(
+            this.connection,
+            this.replicaWait,
+            (pipeline) => queueScript(pipeline, 'setnx-acquire', keys, [token, request.ttlMs]),
+            (reply) => pair(reply)[0] === 1,
+            () => this.undoAcquire(request, token),
+            { action: 'acquire', key: request.key, backend: 'redis:setnx' },
+          ),
     );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
     return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: value } };
@@ -45,6 +63,7 @@ export class SetnxMode implements LockMode {
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    if (this.replicaWait !== undefined) return (await this.renewMany([grant], [ttlMs]))[0]!;
     return Number(await runScript(this.connection, 'compare-pexpire', [grant.key], [grant.token, ttlMs])) === 1;
   }
 
@@ -53,6 +72,7 @@ export class SetnxMode implements LockMode {
       this.connection,
       grants.map((grant) => grant.key),
       (pipeline, index) => queueScript(pipeline, 'compare-pexpire', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+      this.replicaWait,
     );
     return replies.map((reply) => Number(reply) === 1);
   }

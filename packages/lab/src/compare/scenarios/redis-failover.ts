@@ -21,8 +21,10 @@ import { startProxy, type RedisPrimaryReplica, type TcpProxy } from '@deadbolt/c
  * auto-renewal it would learn at its next renewal (refused by the new primary): a shorter
  * overlap, not none.
  */
-async function failOverDuringFirstHold(ctx: RunContext, pair: RedisPrimaryReplica, proxy: TcpProxy): Promise<void> {
+async function failOverDuringFirstHold(ctx: RunContext, pair: RedisPrimaryReplica, proxy: TcpProxy, lagNow: boolean): Promise<void> {
   await ctx.fault('primary killed, lagging replica promoted', async () => {
+    // With replicas=1 c0 holds only once the replica has its grant: the lag starts after it.
+    if (lagNow) await freezeReplication(pair);
     await pair.primary.down();
     await pair.replica.resume();
     await promoteWithin(pair, 10_000);
@@ -85,10 +87,22 @@ async function followPrimaryByAddress(pair: RedisPrimaryReplica, timeoutMs: numb
   }
 }
 
+const failoverOverlaps =
+  'overlaps: the grant never reached the replica (paused: it stands for replication lag), so the promoted replica grants the lock again while c0 holds it';
+
 const rows = [
-  { backend: 'redis', mode: 'setnx', pkg: '@deadbolt/redis' },
+  { backend: 'redis', mode: 'setnx', pkg: '@deadbolt/redis', query: 'mode=setnx', acknowledged: false },
   // The fair queue lives on the primary too: the promoted replica has neither the grant nor the queue.
-  { backend: 'redis', mode: 'fair', pkg: '@deadbolt/redis' },
+  { backend: 'redis', mode: 'fair', pkg: '@deadbolt/redis', query: 'mode=fair', acknowledged: false },
+  // Every grant and renewal waits (WAIT) for the one replica: a frozen replica would stop every
+  // grant, so replication freezes right after c0's acknowledged grant, at the failover.
+  {
+    backend: 'redis',
+    mode: 'setnx+replicas',
+    pkg: '@deadbolt/redis',
+    query: 'mode=setnx&replicas=1&replicaTimeoutMs=500',
+    acknowledged: true,
+  },
 ] as const;
 
 export const redisFailover: Scenario = {
@@ -97,7 +111,7 @@ export const redisFailover: Scenario = {
     'The Redis primary dies and its replica is promoted, but the replica had not yet received the latest grant (replication is asynchronous; the lag is made explicit by pausing the replica). The new primary has never heard of the lock and grants it again.',
   rows: rows.map((r) => `${r.backend}/${r.mode}`),
   run: (opts) =>
-    forEachRow('redis-failover', rows, opts, async ({ mode }) => {
+    forEachRow('redis-failover', rows, opts, async ({ mode, query, acknowledged }) => {
       const s = await servers();
       // shutdown-timeout 0: Redis 7 otherwise spends up to 10 s of its SIGTERM shutdown waiting for a
       // lagging replica to catch up, and the paused replica is lagging by design. A crash does not wait.
@@ -106,10 +120,10 @@ export const redisFailover: Scenario = {
         const proxy = await startProxy(pair.primary.host, pair.primary.port);
         try {
           await followPrimaryByAddress(pair, 10_000);
-          await freezeReplication(pair);
+          if (!acknowledged) await freezeReplication(pair);
           const ttlMs = 8000;
           const spec: RunSpec = {
-            url: `${proxy.rewrite(pair.primary.url)}?mode=${mode}`,
+            url: `${proxy.rewrite(pair.primary.url)}?${query}`,
             clients: 3,
             childClients: 1,
             durationMs: opts.quick ? 10_000 : 12_000,
@@ -118,15 +132,17 @@ export const redisFailover: Scenario = {
             holdMs: 6000,
             othersStartAfterFirstHold: true,
           };
-          const history = await runWorkload(spec, (ctx) => failOverDuringFirstHold(ctx, pair, proxy));
-          return row(
-            'redis',
-            mode,
-            'redis-failover',
-            history,
-            'overlaps: the grant never reached the replica (paused: it stands for replication lag), so the promoted replica grants the lock again while c0 holds it',
-            (c) => c.overlaps > 0,
-          );
+          const history = await runWorkload(spec, (ctx) => failOverDuringFirstHold(ctx, pair, proxy, acknowledged));
+          return acknowledged
+            ? row(
+                'redis',
+                mode,
+                'redis-failover',
+                history,
+                "exclusive: c0's grant was on the replica before c0 held it, so the promoted replica refuses the others until it expires; with no replica left, the new primary then refuses every grant (unacknowledged)",
+                (c) => c.overlaps === 0,
+              )
+            : row('redis', mode, 'redis-failover', history, failoverOverlaps, (c) => c.overlaps > 0);
         } finally {
           await proxy.close();
         }
