@@ -74,7 +74,9 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     return this.backendLabel;
   }
 
+  /** True to the clock as `held` is: a lease past its deadline (a stall) is declared lost first. O(held locks). */
   get heldCount(): number {
+    for (const lease of this.leases.values()) lease.checkClock();
     return this.leases.size;
   }
 

@@ -33,8 +33,9 @@ export class LockHandle implements Lock {
     return this.lease.grant.fence;
   }
 
-  /** The lease's signal: reading its state checks the lease deadline first (lease.ts). */
+  /** The lease's signal: taking it, and every read of its state later, checks the lease deadline first (lease.ts). */
   get signal(): AbortSignal {
+    if (!this.released) this.lease.checkClock();
     return this.lease.controller.signal;
   }
 
@@ -67,7 +68,7 @@ export class LockHandle implements Lock {
 }
 
 /** What assertHeld throws for a lost lease: its own LockLostError, or one that wraps why it ended (close()). */
-export function lossOf(reason: unknown, context: { key: string; backend: string }): LockLostError {
+function lossOf(reason: unknown, context: { key: string; backend: string }): LockLostError {
   if (reason instanceof LockLostError) return reason;
   const why = reason instanceof Error ? reason.message : 'the lock is no longer held';
   return new LockLostError(why, { ...context, cause: reason });

@@ -130,6 +130,15 @@ describe('a holder stalled past its lease', () => {
     await Promise.all([write.release(), permit.release()]);
   });
 
+  it('heldCount counts only leases within their deadline', async () => {
+    const locks = client();
+    const [short, long] = [await locks.acquire('short', { ttlMs: 100, autoRenew: false }), await locks.acquire('long', { ttlMs: 60_000 })];
+    expect(locks.heldCount).toBe(2);
+    stall(150);
+    expect(locks.heldCount).toBe(1);
+    await Promise.all([short.release(), long.release()]);
+  });
+
   it('an auto-renewed lock stalled past its ttl reads lost too (the renewal could not run)', async () => {
     const lock = await client().acquire('k', { ttlMs: 100, autoRenew: true });
     const signal = lock.signal;

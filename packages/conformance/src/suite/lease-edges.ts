@@ -113,6 +113,48 @@ export const heldAfterPause: ConformanceCase = {
   },
 };
 
+export const savedSignalsAfterPause: ConformanceCase = {
+  title: "signals saved before a pause past the ttl (a lock's, acquireAll's) read aborted at once, and assertHeld throws",
+  requires: needsTtl,
+  async run(ctx) {
+    const client = ctx.client();
+    const lock = await client.acquire('k', { ttlMs: ctx.ttlMs, autoRenew: false });
+    const multi =
+      ctx.capabilities.multi === 'none' ? undefined : await client.acquireAll(['m1', 'm2'], { ttlMs: ctx.ttlMs, autoRenew: false });
+    // What a caller keeps: the signal objects, read again after the pause (not lock.signal anew).
+    const [signal, multiSignal] = [lock.signal, multi?.signal];
+    assert(!isAborted(signal) && !isAborted(multiSignal), 'a signal is aborted right after acquire');
+    const until = Date.now() + ctx.ttlMs + 20;
+    while (Date.now() < until) {
+      // busy: no timer, no I/O
+    }
+    assert(isAborted(signal), `a saved lock.signal still reads aborted=false ${ctx.ttlMs + 20} ms into a ${ctx.ttlMs} ms lease`);
+    assert(signal.reason instanceof LockLostError, `the saved signal's reason is ${String(signal.reason)}, not LockLostError`);
+    assert(rejectionOf(() => lock.assertHeld()) instanceof LockLostError, 'lock.assertHeld() did not throw LockLostError');
+    if (multi !== undefined) {
+      assert(isAborted(multiSignal), "acquireAll's saved signal still reads aborted=false after the pause");
+      assert(rejectionOf(() => multi.assertHeld()) instanceof LockLostError, 'multi.assertHeld() did not throw LockLostError');
+    }
+    await lock.release().catch(() => undefined);
+    await multi?.release().catch(() => undefined);
+  },
+};
+
+/** A read of the signal's state (a function, so the compiler does not carry one read over to the next). */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+/** What a synchronous call throws, or undefined. */
+function rejectionOf(call: () => void): unknown {
+  try {
+    call();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
 export const batchRenewal: ConformanceCase = {
   title: 'three locks of one client, auto-renewed together, all stay held past 3x ttl',
   requires: needsTtl,
@@ -135,5 +177,6 @@ export const leaseEdgeCases: readonly ConformanceCase[] = [
   fencesAcrossExpiry,
   staleHandleSameOwner,
   heldAfterPause,
+  savedSignalsAfterPause,
   batchRenewal,
 ];
