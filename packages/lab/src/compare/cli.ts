@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { quickPlan, scenarios, SkipError, type ScenarioResult } from './scenarios.js';
+import { stopDataServers } from './data-servers.js';
 import { exitOnInterrupt } from './interrupts.js';
 import { terminalTable, writeResults } from './summary.js';
 
@@ -91,25 +92,32 @@ async function main(): Promise<number> {
     process.stderr.write(tty ? `\r\x1b[K${msg}` : `${msg}\n`);
   };
   let harnessError = false;
-  for (const [n, s] of chosen.entries()) {
-    progress(n, s.name);
-    try {
-      const only = onlyFor(s.rows);
-      const onSkip = (row: string, reason: string): void => {
-        skipped[`${s.name} ${row}`] = reason;
-      };
-      results.push(...(await s.run({ quick, onSkip, ...(only ? { only } : {}) })));
-    } catch (error) {
-      if (error instanceof SkipError) skipped[s.name] = error.message;
-      else {
-        harnessError = true;
-        skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`;
+  try {
+    for (const [n, s] of chosen.entries()) {
+      progress(n, s.name);
+      try {
+        const only = onlyFor(s.rows);
+        const onSkip = (row: string, reason: string): void => {
+          skipped[`${s.name} ${row}`] = reason;
+        };
+        results.push(...(await s.run({ quick, onSkip, ...(only ? { only } : {}) })));
+      } catch (error) {
+        if (error instanceof SkipError) skipped[s.name] = error.message;
+        else {
+          harnessError = true;
+          skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`;
+        }
       }
     }
+  } finally {
+    // The fenced registers' data servers, shared by every row (data-servers.ts).
+    await stopDataServers();
   }
   progress(chosen.length, 'done');
   if (tty) process.stderr.write('\n');
   process.stdout.write(`${terminalTable(results)}\n`);
+  if (results.some((r) => r.check.staleWritesRejectedFenced > 0))
+    process.stdout.write('stale writes "fenced": refused by the data store through @deadbolt/fence (StaleFenceError), not by the lock\n');
   for (const [name, reason] of Object.entries(skipped)) process.stdout.write(`not run ${name}: ${reason}\n`);
   const files = await writeResults(resolve(values.out), results, skipped, {
     kind: named || given ? 'selection' : quick ? 'quick' : 'full',
