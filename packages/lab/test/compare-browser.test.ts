@@ -169,10 +169,10 @@ describe.skipIf(!haveChromium)(
         expect(text).toContain('fault: c0 paused (SIGSTOP) 3 s');
         expect(text).toContain('stale write accepted');
         expect(text).toContain('stale write refused by the store, not the lock');
-        expect(text).toContain('Redis, @deadbolt/fence');
+        expect(text).toContain('checked by Redis');
         // Said in words above the timeline, as on the index: the store refused it, not the lock.
         expect(await index.page.locator('[data-fenced-note]').innerText()).toMatch(
-          /refusing a stale write with StaleFenceError: the store refused it, not the lock/,
+          /refusing a stale write with StaleFenceError: the store refused it, not the lock \(by then the lock server had already let the paused holder go/,
         );
         expect(text).toContain('time since the run started (seconds)');
         // The linearizability section shows the operations around where the search failed.

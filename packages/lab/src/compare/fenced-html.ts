@@ -8,8 +8,7 @@ import type { FencedStoreReport } from './history.js';
 import { esc } from './html-kit.js';
 import type { ScenarioResult } from './scenario-kit.js';
 
-const notTheLock =
-  'the lock did not refuse anything: by then the lock server had already let the paused holder go, and the holder did not know';
+const notTheLock = 'by then the lock server had already let the paused holder go, and the holder did not know';
 
 /** "PostgreSQL, admitFence in the write transaction, for the postgres and zookeeper rows; Redis, ..." */
 function storesUsed(results: readonly ScenarioResult[]): string {
@@ -28,7 +27,7 @@ function storesUsed(results: readonly ScenarioResult[]): string {
 /** index.html, above the matrix and the figures. */
 export function fencedNoteForIndex(results: readonly ScenarioResult[]): string {
   const used = storesUsed(results);
-  return `<p class="fenced-note" data-fenced-note><b>Who refused the stale writes: the fenced store, not the lock.</b> The <i>fenced</i> figures are writes to a real data store, a server of its own beside the lock server (a fault on the lock server never reaches it), each write checked by <code>@deadbolt/fence</code>${used ? `: ${used}` : ''}. Where a stale write was refused, that store refused it with <code>StaleFenceError</code>; ${notTheLock}. The <i>plain</i> register takes every write: it shows what the overlap costs without the check.</p>`;
+  return `<p class="fenced-note" data-fenced-note><b>Who refused the stale writes: the fenced store, not the lock.</b> The <i>fenced</i> figures are writes to a real data store, a server of its own beside the lock server (a fault on the lock server never reaches it), each write checked by <code>@deadbolt/fence</code>${used ? `: ${used}` : ''}. Where a stale write was refused, that store refused it with <code>StaleFenceError</code>, not the lock: ${notTheLock}. The <i>plain</i> register takes every write: it shows what the overlap costs without the check.</p>`;
 }
 
 /** A timeline page, above the timeline. */
@@ -39,7 +38,7 @@ export function fencedNoteForTimeline(r: ScenarioResult): string {
     : 'a store that checks the fence';
   const fenced = r.history.intervals.some((i) => i.fence !== undefined);
   const tail = fenced
-    ? `A red cross in its lane is the store refusing a stale write with <code>StaleFenceError</code>: the store refused it, not the lock; ${notTheLock}.`
+    ? `A red cross in its lane is the store refusing a stale write with <code>StaleFenceError</code>: the store refused it, not the lock (${notTheLock}).`
     : 'This backend gives no fence, so there is nothing for the store to check and its lane stays empty: nothing can refuse the stale write.';
   return `<p class="fenced-note" data-fenced-note><b>The fenced store lane</b> is writes to ${where}. ${tail}</p>`;
 }

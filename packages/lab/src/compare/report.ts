@@ -115,7 +115,6 @@ function figures(results: readonly ScenarioResult[]): string {
     'fenced store',
     'stale writes refused by the fenced store',
     'stale writes accepted (fenced)',
-    'fenced store ends with the newest write',
     'loss notices',
     'longest wait around the fault (ms)',
     'linearizable (plain register)',
@@ -124,7 +123,7 @@ function figures(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) => {
     const c = r.check;
     const num = (n: number): string => `<td class="num">${n}</td>`;
-    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}<td>${esc(r.history.fencedStore ? fencedStoreNames[r.history.fencedStore.kind].short : '-')}</td>${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}<td title="${esc(c.fencedStore.finalText)}">${c.fencedStore.endsWithNewest === undefined ? '-' : c.fencedStore.endsWithNewest ? 'yes' : '<b>no</b>'}</td>${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td title="${esc(c.linearizability.reason)}">${c.linearizability.linearizable}</td><td>${esc(r.expectation)}</td></tr>`;
+    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}<td>${esc(r.history.fencedStore ? fencedStoreNames[r.history.fencedStore.kind].short : '-')}</td>${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td title="${esc(c.linearizability.reason)}">${c.linearizability.linearizable}</td><td class="predicted">${esc(r.expectation)}</td></tr>`;
   });
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }

@@ -176,7 +176,7 @@ export function timelineSvg(r: ScenarioResult): string {
   const store = h.fencedStore ? fencedStoreNames[h.fencedStore.kind].short : undefined;
   const registers: [string, string | undefined, WriteRecord[]][] = [
     ['plain register', 'no check', h.plainWrites],
-    ['fenced store', store && `${store}, @deadbolt/fence`, h.fencedWrites],
+    ['fenced store', store && `checked by ${store}`, h.fencedWrites],
   ];
   registers.forEach(([name, sub, writes], n) => {
     const y = registersTop + n * lane + 8;
