@@ -25,8 +25,10 @@ function usage(): string {
 
 Runs lock clients against real servers while a fault is injected, checks whether two clients ever
 held the lock at once, and writes a report (index.html, one timeline page per run, summary.md and
-summary.json). Exit code 1 means the harness itself failed, never that a backend behaved as its
-class predicts.
+summary.json). Each holder writes a plain register (no check) and a fenced store: a data server of
+its own (PostgreSQL through @deadbolt/fence's admitFence, or Redis through fencedSet) that refuses
+a stale write itself, where the lock cannot. Exit code 1 means the harness itself failed, never
+that a backend behaved as its class predicts.
 
 Options:
   --quick            the same faults (${quickPlan.scenarios.join(', ')}) on one backend of each class

@@ -53,7 +53,10 @@ export function story(r: ScenarioResult): string[] {
   const fenced = h.intervals.some((i) => i.fence !== undefined);
   if (h.plainWrites.length === 0 && h.fencedWrites.length === 0)
     lines.push('The holders in this run only read: the registers were not written.');
-  else if (!fenced) lines.push('This backend gives no fencing tokens, so no register can tell a stale write from a fresh one.');
+  else if (!fenced)
+    lines.push(
+      'This backend gives no fencing tokens, so the fenced store had nothing to check (nothing was sent to it): nothing could tell a stale write from a fresh one.',
+    );
   else if (stalePlain.length === 0 && staleFenced.length === 0)
     lines.push('No stale write happened: every write came from the newest holder.');
   else {
