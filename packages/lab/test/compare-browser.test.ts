@@ -30,12 +30,13 @@ const hold = (client: string, start: number, end: number, fence: number, extra: 
   outcome: 'released',
   ...extra,
 });
-const write = (client: string, at: number, fence: number, accepted: boolean, stale: boolean): WriteRecord => ({
+const write = (client: string, at: number, fence: number, accepted: boolean, stale: boolean, value?: number): WriteRecord => ({
   client,
   at: t0 + at,
   fence,
   accepted,
   stale,
+  ...(value === undefined ? {} : { value }),
 });
 
 const op = (process: string, f: 'read' | 'write', value: number, at: number): RegisterOp => ({
@@ -63,11 +64,12 @@ const paused: History = {
     write('c1', 4300, 4, true, false),
   ],
   fencedWrites: [
-    write('c1', 1900, 2, true, false),
-    write('c2', 2250, 3, true, false),
-    write('c0', 3900, 1, false, true),
-    write('c1', 4300, 4, true, false),
+    write('c1', 1900, 2, true, false, 1),
+    write('c2', 2250, 3, true, false, 2),
+    write('c0', 3900, 1, false, true, 1),
+    write('c1', 4300, 4, true, false, 3),
   ],
+  fencedStore: { kind: 'redis', label: 'Redis, fencedSet', finalValue: 3, finalFence: 4 },
   // c0 read 0 before its pause and wrote 1 after it, over c1's and c2's work: a lost update.
   plainOps: [
     op('c0', 'read', 0, 510),
@@ -148,6 +150,10 @@ describe.skipIf(!haveChromium)(
         expect(await cells.count()).toBe(2);
         expect(await index.page.locator('table.matrix').innerText()).toMatch(/overlapped[\s\S]*unavailable|unavailable[\s\S]*overlapped/);
         expect(pngSize(join(dir, 'index.png')).height).toBeGreaterThan(600);
+        const note = await index.page.locator('[data-fenced-note]').innerText();
+        expect(note).toContain('Who refused the stale writes: the fenced store, not the lock.');
+        expect(note).toContain('Redis, fencedSet for the redis rows');
+        expect(await index.page.locator('table.matrix').innerText()).toContain('Redis refused it');
 
         // Follow the pause's link, as a reader would.
         await index.page
@@ -162,7 +168,12 @@ describe.skipIf(!haveChromium)(
         const text = await svg.textContent();
         expect(text).toContain('fault: c0 paused (SIGSTOP) 3 s');
         expect(text).toContain('stale write accepted');
-        expect(text).toContain('stale write rejected');
+        expect(text).toContain('stale write refused by the store, not the lock');
+        expect(text).toContain('checked by Redis');
+        // Said in words above the timeline, as on the index: the store refused it, not the lock.
+        expect(await index.page.locator('[data-fenced-note]').innerText()).toMatch(
+          /refusing a stale write with StaleFenceError: the store refused it, not the lock \(by then the lock server had already let the paused holder go/,
+        );
         expect(text).toContain('time since the run started (seconds)');
         // The linearizability section shows the operations around where the search failed.
         expect(await index.page.locator('[data-linearizable]').innerText()).toBe('not linearizable');

@@ -4,7 +4,8 @@ import { outcomeOf } from '../src/compare/outcome.js';
 import { row } from '../src/compare/scenario-kit.js';
 import type { History, Interval } from '../src/compare/history.js';
 import type { RegisterOp } from '../src/compare/register-ops.js';
-import { FencedRegister, PlainRegister } from '../src/compare/stores.js';
+import { FencedStore, memoryRegister } from '../src/compare/fenced-store.js';
+import { PlainRegister } from '../src/compare/stores.js';
 
 const iv = (client: string, start: number, end: number, fence?: number): Interval => ({ client, start, end, fence, outcome: 'released' });
 const hist = (intervals: Interval[], extra: Partial<History> = {}): History => ({
@@ -41,19 +42,65 @@ describe('compare checker', () => {
     expect(longestGap([], 0, 100)).toBe(100);
   });
 
-  it('plain store accepts a stale fence, fenced store rejects it', () => {
+  it('plain register accepts a stale fence; the fenced store (createMemoryFenceGuard) refuses it and ends with the newest write', async () => {
     const plain = new PlainRegister();
-    const fenced = new FencedRegister();
-    for (const r of [plain, fenced]) {
-      expect(r.write('new', 2, 1)).toBe(true);
-      r.write('old', 1, r.read() + 1);
-      expect(r.write('new', 2, 3)).toBe(true); // the same holder again is not stale
-    }
+    const fenced = new FencedStore('memory', 'memory', memoryRegister());
+    expect(plain.write('new', 2, 1)).toBe(true);
+    expect(await fenced.write('new', 2, 1)).toBe(true);
+    expect(plain.write('old', 1, plain.read() + 1)).toBe(true);
+    expect(await fenced.write('old', 1, (await fenced.read()) + 1)).toBe(false);
+    // The same holder again is not stale.
+    expect(plain.write('new', 2, 3)).toBe(true);
+    expect(await fenced.write('new', 2, 3)).toBe(true);
     expect(plain.read()).toBe(3);
-    const result = check(hist([], { plainWrites: plain.writes, fencedWrites: fenced.writes }));
+    const report = await fenced.finish();
+    expect(report).toMatchObject({ finalValue: 3, finalFence: 2 });
+    const result = check(hist([], { plainWrites: plain.writes, fencedWrites: fenced.writes, fencedStore: report }));
     expect(result.staleWritesAcceptedPlain).toBe(1);
     expect(result.staleWritesRejectedFenced).toBe(1);
     expect(result.staleWritesAcceptedFenced).toBe(0);
+    expect(result.fencedStore).toMatchObject({ endsWithNewest: true, freshWritesRefused: 0 });
+  });
+
+  it('a fenced store that lets a stale write through is counted, and its row is not as predicted', async () => {
+    // A mutant store with no check: the write lands whatever its fence.
+    let value = 0;
+    let recorded: number | undefined;
+    const unchecked = new FencedStore('memory', 'unchecked', {
+      read: async () => value,
+      write: async (f, v) => {
+        value = v;
+        recorded = f;
+      },
+      final: async () => ({ value, fence: recorded }),
+      close: async () => {},
+    });
+    await unchecked.write('new', 2, 1);
+    await unchecked.write('old', 1, 1);
+    const history = hist([iv('new', 0, 50, 2), iv('old', 40, 80, 1)], {
+      fencedWrites: unchecked.writes,
+      fencedStore: await unchecked.finish(),
+    });
+    const r = row('redis', 'setnx', 'client-pause', history, 'x', (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0);
+    expect(r.check.staleWritesAcceptedFenced).toBe(1);
+    expect(r.check.fencedStore.endsWithNewest).toBe(false);
+    expect(r.contradictions.join()).toContain('NOT the newest holder');
+    expect(r.matched).toBe(false);
+  });
+
+  it("the fenced store's own errors are the harness's failure, never a refusal", async () => {
+    const broken = new FencedStore('memory', 'broken', {
+      read: async () => 0,
+      write: async () => {
+        throw new Error('connection reset');
+      },
+      final: async () => ({ value: 0, fence: undefined }),
+      close: async () => {},
+    });
+    await expect(broken.write('a', 1, 1)).rejects.toThrow('connection reset');
+    expect(broken.writes).toEqual([]);
+    // A write with no fence (Memcached) is not sent and not recorded.
+    expect(await broken.write('a', undefined, 1)).toBe(false);
   });
 
   it('reports lost notices and how long before expiry they came', () => {

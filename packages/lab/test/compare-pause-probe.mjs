@@ -17,7 +17,16 @@ const server =
 let result;
 try {
   const history = await runWorkload(
-    { url: 'memory://', clients: 1, childClients: 1, durationMs: 4000, ttlMs: 1000, holdMs: 200, othersStartAfterFirstHold: true },
+    {
+      url: 'memory://',
+      clients: 1,
+      childClients: 1,
+      durationMs: 4000,
+      ttlMs: 1000,
+      holdMs: 200,
+      othersStartAfterFirstHold: true,
+      fencedStore: 'memory',
+    },
     async (ctx) => {
       const child = ctx.children[0];
       child.kill('SIGSTOP');

@@ -27,7 +27,10 @@ interface Summary {
     acquisitions: number;
     overlaps: number;
     staleWritesAcceptedPlain: number;
+    staleWritesRejectedFenced: number;
     staleWritesAcceptedFenced: number;
+    fencedStore: string | null;
+    fencedStoreEndsWithNewest: boolean | null;
     linearizable: boolean | 'unknown';
     contradictions: string[];
   }[];
@@ -77,9 +80,17 @@ async function smoke(scenario: string, rows: string): Promise<Summary> {
     // The register history's verdict never contradicts the overlaps and stale writes found.
     expect([true, false, 'unknown']).toContain(row.linearizable);
     expect(row.contradictions, `${row.backend}/${row.mode}`).toEqual([]);
+    // The fenced writes went to a real data store (PostgreSQL for postgres and zookeeper rows,
+    // Redis for the others), which ended with the newest holder's write.
+    expect(row.fencedStore, `${row.backend}/${row.mode}`).toMatch(
+      row.backend === 'redis' ? /^Redis, fencedSet/ : /^PostgreSQL, admitFence/,
+    );
+    expect(row.fencedStoreEndsWithNewest, `${row.backend}/${row.mode}`).toBe(true);
     expect(existsSync(join(dir, `${scenario}-${row.backend}-${row.mode}.html`))).toBe(true);
   }
-  expect(readFileSync(join(dir, 'index.html'), 'utf8')).toContain(`>${scenario}</a>`);
+  const index = readFileSync(join(dir, 'index.html'), 'utf8');
+  expect(index).toContain(`>${scenario}</a>`);
+  expect(index).toContain('Who refused the stale writes: the fenced store, not the lock.');
   return summary;
 }
 
@@ -92,6 +103,7 @@ describe.skipIf(missing.length > 0)(`compare: every scenario once on server proc
         expect(first!.overlaps).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedPlain).toBeGreaterThan(0);
         expect(first!.staleWritesAcceptedFenced).toBe(0);
+        expect(first!.staleWritesRejectedFenced).toBeGreaterThan(0); // refused by the data store (StaleFenceError)
         expect(first!.linearizable).toBe(false); // the stale write undid newer work: a lost update
       }
       if (scenario === 'zookeeper-leader-loss') expect(first!.overlaps).toBe(0);

@@ -42,7 +42,16 @@ describe('compare worker processes', () => {
   it('run in a process group and session of their own', async () => {
     let ids: { pgrp: number; session: number; pid: number } | undefined;
     await runWorkload(
-      { url: 'memory://', clients: 1, childClients: 1, durationMs: 2000, ttlMs: 1000, holdMs: 50, othersStartAfterFirstHold: true },
+      {
+        url: 'memory://',
+        clients: 1,
+        childClients: 1,
+        durationMs: 2000,
+        ttlMs: 1000,
+        holdMs: 50,
+        othersStartAfterFirstHold: true,
+        fencedStore: 'memory',
+      },
       async (ctx) => {
         const pid = ctx.children[0]!.pid!;
         ids = { pid, pgrp: statField(pid, 5), session: statField(pid, 6) };

@@ -1,3 +1,4 @@
+import { checkFencedStore, type FencedStoreCheck } from './fenced-check.js';
 import type { History, Interval } from './history.js';
 import { checkRegisterHistory, type LinearizabilityResult } from './register-check.js';
 
@@ -16,6 +17,8 @@ export interface CheckResult {
   readonly staleWritesAcceptedPlain: number;
   readonly staleWritesRejectedFenced: number;
   readonly staleWritesAcceptedFenced: number;
+  /** The fenced store's end state and any fresh write it refused (fenced-check.ts). */
+  readonly fencedStore: FencedStoreCheck;
   readonly lostNotices: number;
   /** For each loss notice with a known lease expiry: expiry - notice (positive = in time). */
   readonly lostNoticeLeadMs: number[];
@@ -119,6 +122,7 @@ export function check(history: History): CheckResult {
     staleWritesAcceptedPlain: history.plainWrites.filter((w) => w.stale && w.accepted).length,
     staleWritesRejectedFenced: history.fencedWrites.filter((w) => w.stale && !w.accepted).length,
     staleWritesAcceptedFenced: history.fencedWrites.filter((w) => w.stale && w.accepted).length,
+    fencedStore: checkFencedStore(history),
     lostNotices: lost.length,
     lostNoticeLeadMs: lead,
     acquisitionsPerSecond: history.intervals.length / seconds,

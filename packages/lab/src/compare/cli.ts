@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { quickPlan, scenarios, SkipError, type ScenarioResult } from './scenarios.js';
+import { stopDataServers } from './data-servers.js';
 import { exitOnInterrupt } from './interrupts.js';
 import { terminalTable, writeResults } from './summary.js';
 
@@ -24,8 +25,10 @@ function usage(): string {
 
 Runs lock clients against real servers while a fault is injected, checks whether two clients ever
 held the lock at once, and writes a report (index.html, one timeline page per run, summary.md and
-summary.json). Exit code 1 means the harness itself failed, never that a backend behaved as its
-class predicts.
+summary.json). Each holder writes a plain register (no check) and a fenced store: a data server of
+its own (PostgreSQL through @deadbolt/fence's admitFence, or Redis through fencedSet) that refuses
+a stale write itself, where the lock cannot. Exit code 1 means the harness itself failed, never
+that a backend behaved as its class predicts.
 
 Options:
   --quick            the same faults (${quickPlan.scenarios.join(', ')}) on one backend of each class
@@ -91,25 +94,32 @@ async function main(): Promise<number> {
     process.stderr.write(tty ? `\r\x1b[K${msg}` : `${msg}\n`);
   };
   let harnessError = false;
-  for (const [n, s] of chosen.entries()) {
-    progress(n, s.name);
-    try {
-      const only = onlyFor(s.rows);
-      const onSkip = (row: string, reason: string): void => {
-        skipped[`${s.name} ${row}`] = reason;
-      };
-      results.push(...(await s.run({ quick, onSkip, ...(only ? { only } : {}) })));
-    } catch (error) {
-      if (error instanceof SkipError) skipped[s.name] = error.message;
-      else {
-        harnessError = true;
-        skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`;
+  try {
+    for (const [n, s] of chosen.entries()) {
+      progress(n, s.name);
+      try {
+        const only = onlyFor(s.rows);
+        const onSkip = (row: string, reason: string): void => {
+          skipped[`${s.name} ${row}`] = reason;
+        };
+        results.push(...(await s.run({ quick, onSkip, ...(only ? { only } : {}) })));
+      } catch (error) {
+        if (error instanceof SkipError) skipped[s.name] = error.message;
+        else {
+          harnessError = true;
+          skipped[s.name] = `harness error: ${(error as Error).stack ?? String(error)}`;
+        }
       }
     }
+  } finally {
+    // The fenced registers' data servers, shared by every row (data-servers.ts).
+    await stopDataServers();
   }
   progress(chosen.length, 'done');
   if (tty) process.stderr.write('\n');
   process.stdout.write(`${terminalTable(results)}\n`);
+  if (results.some((r) => r.check.staleWritesRejectedFenced > 0))
+    process.stdout.write('stale writes "fenced": refused by the data store through @deadbolt/fence (StaleFenceError), not by the lock\n');
   for (const [name, reason] of Object.entries(skipped)) process.stdout.write(`not run ${name}: ${reason}\n`);
   const files = await writeResults(resolve(values.out), results, skipped, {
     kind: named || given ? 'selection' : quick ? 'quick' : 'full',

@@ -34,9 +34,25 @@ export interface WriteRecord {
   readonly client: string;
   readonly at: number;
   readonly fence: number | undefined;
+  /** The value written (absent in histories recorded before it was kept). */
+  readonly value?: number;
   readonly accepted: boolean;
   /** True when a later-fenced holder had already written (the write is stale). */
   readonly stale: boolean;
+}
+
+/**
+ * The fenced store of a run: a data store of its own (never the lock server under fault) whose
+ * writes go through `@deadbolt/fence`, and what it held once every client had finished.
+ */
+export interface FencedStoreReport {
+  readonly kind: 'postgres' | 'redis' | 'memory';
+  /** For the pages: "PostgreSQL, admitFence in the write transaction". */
+  readonly label: string;
+  /** The register's value in the store after the run (0 if never written). */
+  readonly finalValue: number;
+  /** The highest fence the store recorded for the register, if any write was admitted. */
+  readonly finalFence: number | undefined;
 }
 
 export interface History {
@@ -45,7 +61,10 @@ export interface History {
   readonly intervals: Interval[];
   readonly faults: FaultWindow[];
   readonly plainWrites: WriteRecord[];
+  /** Writes to the fenced store, in the order the store decided them. */
   readonly fencedWrites: WriteRecord[];
+  /** Which store the fenced writes went to, and its final state (absent in hand-made histories). */
+  readonly fencedStore?: FencedStoreReport;
   /** Every read and write on the plain register, for the linearizability check (absent: not recorded). */
   readonly plainOps?: RegisterOp[];
   readonly startedAt: number;

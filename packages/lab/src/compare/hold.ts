@@ -19,7 +19,7 @@ export interface Hold {
  * One interval under a hold: read the registers, check the signal as a real program does, work
  * for holdMs, write with the fence, let go, and record the interval with the moments the checker
  * needs (when the loss was noticed, when the lease last ran from). A pause between the check and
- * the write (Kleppmann's GC pause) thus produces the stale write a fenced register must refuse.
+ * the write (Kleppmann's GC pause) thus produces the stale write the fenced store must refuse.
  *
  * A holder told it lost the lock while it works does not write: its interval ends at the notice,
  * and a write after it would land outside every hold the checker sees. "While it works" is decided

@@ -45,6 +45,8 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 tr.blocked td { background: #fde2d8; } caption { text-align: left; font-size: .9rem; color: #555; }
 .story li { margin: .25rem 0; } .meta { color: #555; font-size: .9rem; } dt { font-weight: 600; margin-top: .5rem; } dd { margin-left: 1.2rem; }
 svg text { font-family: system-ui, sans-serif; }
+td.predicted { min-width: 18rem; }
+.fenced-note { border-left: 4px solid #0072b2; background: #eef5fb; padding: .5rem .8rem; }
 `;
 
 export function page(title: string, body: string): string {

@@ -95,7 +95,7 @@ export async function machineInfo(): Promise<MachineInfo> {
     servers: provider,
     serverVersions: await serverVersions(provider).catch(() => ({})),
     clientVersions: Object.fromEntries(
-      ['@deadbolt/core', 'ioredis', 'pg', 'memjs', 'node-zookeeper-client'].map((n) => [n, packageVersion(n)]),
+      ['@deadbolt/core', '@deadbolt/fence', 'ioredis', 'pg', 'memjs', 'node-zookeeper-client'].map((n) => [n, packageVersion(n)]),
     ),
   };
 }

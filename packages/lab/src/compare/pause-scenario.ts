@@ -1,4 +1,5 @@
 import type { CheckResult } from './checker.js';
+import { fencedStoreFor } from './data-servers.js';
 import { pauseFirstHolder } from './pause.js';
 import { runWorkload, type RunSpec } from './run.js';
 import { forEachRow, requireCapability, row, servers, type Scenario } from './scenario-kit.js';
@@ -49,6 +50,7 @@ export function pauseScenario(spec: PauseScenarioSpec): Scenario {
             ttlMs: t.ttlMs,
             holdMs: 300,
             othersStartAfterFirstHold: true,
+            fencedStore: fencedStoreFor(t.backend),
             ...(spec.permits === undefined ? {} : { permits: spec.permits }),
             ...(spec.perClient ? { perClient: spec.perClient } : {}),
           };

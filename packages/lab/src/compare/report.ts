@@ -4,6 +4,8 @@
  * what CP, AP, leases, fencing and each scenario mean, in plain words; the machine and versions;
  * and every figure as a table.
  */
+import { fencedNoteForIndex } from './fenced-html.js';
+import { fencedStoreNames } from './fenced-store.js';
 import { colours, esc, page, swatch } from './html-kit.js';
 import type { MachineInfo } from './machine.js';
 import { outcomeOf, outcomeText, unavailableThresholdMs, type Outcome } from './outcome.js';
@@ -37,9 +39,10 @@ function cell(r: ScenarioResult | undefined, applies: boolean): string {
       : o === 'unavailable'
         ? `no holder for ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`
         : `0 overlaps; longest wait ${(r.check.faultUnavailableMs / 1000).toFixed(1)} s`;
+  const store = r.history.fencedStore ? fencedStoreNames[r.history.fencedStore.kind].short : 'fenced store';
   const fencing =
     r.check.staleWritesAcceptedPlain + r.check.staleWritesRejectedFenced > 0
-      ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, fenced ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused'}`
+      ? `<br>stale write: plain ${r.check.staleWritesAcceptedPlain > 0 ? 'took it' : '-'}, ${esc(store)} ${r.check.staleWritesAcceptedFenced > 0 ? 'took it' : 'refused it'}`
       : '';
   const linear = r.check.linearizability.linearizable === false ? '<br>not linearizable' : '';
   const verdict = r.matched
@@ -86,7 +89,7 @@ const explanations = `<dl>
 <dt>CP (consistent under partition): ZooKeeper, a single PostgreSQL</dt><dd>Every grant goes through one authority (a quorum that must agree, or one database). When that authority is unreachable or electing a leader, nobody gets the lock: the run is <i>unavailable</i> for a while, never <i>overlapped</i>.</dd>
 <dt>AP (available under partition): Redis, Memcached</dt><dd>A server answers on its own: Redis replicates to its replicas after it has replied, and RedLock's masters never talk to each other. A failover or a restart can forget a grant, and the lock is handed out a second time: <i>overlapped</i>.</dd>
 <dt>Leases</dt><dd>Every lock here expires unless renewed (for ZooKeeper, with the client's session). That is what frees a lock whose holder died, but it is a timeout: a holder that is paused or cut off for longer than its lease still believes it holds the lock after the server has let it go. So a pause overlaps on every backend, CP or AP. A good client library tells the holder it has lost the lock (a <i>loss notice</i>) before the server can have let it go, whenever it can still count time.</dd>
-<dt>Fencing tokens</dt><dd>Each grant carries a number that grows with every new grant. The protected resource remembers the highest token it has seen and refuses writes with a lower one. The harness writes to two registers under the lock: a <i>plain</i> one that accepts everything, and a <i>fenced</i> one that checks the token. Where the plain register accepts a stale write and the fenced one rejects it, fencing kept a paused holder from overwriting newer work (Kleppmann, "How to do distributed locking", 2016).</dd>
+<dt>Fencing tokens</dt><dd>Each grant carries a number (<code>lock.fence</code>) that grows with every new grant. The protected resource remembers the highest token it has seen and refuses writes with a lower one; the lock cannot, since it has already let the stale holder go. The harness writes to two registers under the lock: a <i>plain</i> one in the harness that accepts everything, and a <i>fenced</i> one in a real data store whose writes go through <code>@deadbolt/fence</code> (PostgreSQL's <code>admitFence</code>, Redis's <code>fencedSet</code>). Where the plain register accepts a stale write and the store refuses it, fencing kept a paused holder from overwriting newer work (Kleppmann, "How to do distributed locking", 2016). The store must also end with the newest holder's value, or the row is not as predicted.</dd>
 <dt>Linearizable</dt><dd>Holding the lock should make each hold's read and write of the plain register one indivisible step. The checker looks for an order of all those steps that agrees with when each began and ended and in which each read what the one before wrote (Wing and Gong's search, as Knossos and Porcupine do). Where there is none, some hold's update was lost, whether or not a fence could tell; the run's page shows the operations where the search failed. <i>unknown</i>: the search ran out of its budget.</dd>
 </dl>`;
 
@@ -109,7 +112,8 @@ function figures(results: readonly ScenarioResult[]): string {
     'acquisitions',
     'overlaps',
     'stale writes accepted (plain)',
-    'stale writes rejected (fenced)',
+    'fenced store',
+    'stale writes refused by the fenced store',
     'stale writes accepted (fenced)',
     'loss notices',
     'longest wait around the fault (ms)',
@@ -119,7 +123,7 @@ function figures(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) => {
     const c = r.check;
     const num = (n: number): string => `<td class="num">${n}</td>`;
-    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td title="${esc(c.linearizability.reason)}">${c.linearizability.linearizable}</td><td>${esc(r.expectation)}</td></tr>`;
+    return `<tr><td><a href="${esc(timelineFile(r))}">${esc(r.scenario)}</a></td><td>${esc(rowKey(r))}</td><td>${r.class}</td><td>${outcomeOf(r)}</td><td>${r.matched ? 'yes' : '<b>no</b>'}</td>${num(c.acquisitions)}${num(c.overlaps)}${num(c.staleWritesAcceptedPlain)}<td>${esc(r.history.fencedStore ? fencedStoreNames[r.history.fencedStore.kind].short : '-')}</td>${num(c.staleWritesRejectedFenced)}${num(c.staleWritesAcceptedFenced)}${num(c.lostNotices)}${num(c.faultUnavailableMs)}<td title="${esc(c.linearizability.reason)}">${c.linearizability.linearizable}</td><td class="predicted">${esc(r.expectation)}</td></tr>`;
   });
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }
@@ -143,11 +147,12 @@ export function indexHtml(results: readonly ScenarioResult[], ctx: ReportContext
   const errors = Object.entries(ctx.notRun).filter(([, v]) => v.startsWith('harness error'));
   const body = `<h1>Deadbolt: CP vs AP under faults</h1>
 <p>Three clients loop <i>take the lock &rarr; read a shared register, work, write it back &rarr; release</i> against real servers while a fault is injected.
-A checker then looks at every hold: were two clients ever inside at once, did a stale write get through, was anyone told they had lost the lock, and how long was nobody able to take it.
+A checker then looks at every hold: were two clients ever inside at once, did a stale write get through (to a plain register, and to a data store that checks the lock's fence), was anyone told they had lost the lock, and how long was nobody able to take it.
 ${results.length} run${results.length === 1 ? '' : 's'}; ${matched} of them did what the backend's class predicts.</p>
-${ctx.kind === 'quick' ? `<p><b>This is the quick run:</b> the same faults on one backend of each class, so the classes can be compared fault by fault. A pause breaks every lease, CP or AP, and only the fenced register keeps the stale write out; a partition is survived on every backend by a client that counts its lease itself. Where the classes really differ is when the servers themselves fail (redis-failover and redlock-restart against zookeeper-leader-loss and postgres-restart): run <code>npm run compare</code> without <code>--quick</code> for those.</p>` : ''}
+${ctx.kind === 'quick' ? `<p><b>This is the quick run:</b> the same faults on one backend of each class, so the classes can be compared fault by fault. A pause breaks every lease, CP or AP, and only the fenced store keeps the stale write out; a partition is survived on every backend by a client that counts its lease itself. Where the classes really differ is when the servers themselves fail (redis-failover and redlock-restart against zookeeper-leader-loss and postgres-restart): run <code>npm run compare</code> without <code>--quick</code> for those.</p>` : ''}
 ${errors.length > 0 ? `<p class="verdict-no">Harness errors (these scenarios produced nothing): ${errors.map(([k]) => esc(k)).join(', ')}.</p>` : ''}
 <h2>Results</h2>
+${fencedNoteForIndex(results)}
 ${outcomeLegend()}
 ${matrix(results, ctx)}
 <p class="meta">Click a cell for its timeline. A window with no holder counts as unavailability from ${unavailableThresholdMs / 1000} s, and only around the fault.</p>
@@ -156,6 +161,7 @@ ${explanations}
 <h2>The scenarios</h2>
 ${scenarioList(ctx)}
 <h2>Figures</h2>
+<p class="meta">The fenced columns count writes checked by the data store named in the <i>fenced store</i> column; a refused write was refused by that store, not by the lock.</p>
 ${figures(results)}
 <h2>Machine and versions</h2>
 ${machineSection(ctx)}`;

@@ -3,7 +3,9 @@ import { EventEmitter, once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { now, type FaultWindow, type History, type Interval } from './history.js';
 import { RegisterOpLog } from './register-ops.js';
-import { FencedRegister, PlainRegister } from './stores.js';
+import { openFencedStore, type FencedStoreKind } from './data-servers.js';
+import type { FencedStore } from './fenced-store.js';
+import { PlainRegister } from './stores.js';
 import { runClient } from './election-worker.js';
 import type { RegisterPort, WorkerConfig } from './workload.js';
 import { trackWorker, untrackWorker } from './worker-groups.js';
@@ -23,6 +25,11 @@ export interface RunSpec {
   readonly permits?: number;
   /** The other clients start once c0 has first entered a critical section, so a nemesis aimed at c0's hold finds one. */
   readonly othersStartAfterFirstHold?: boolean;
+  /**
+   * Where the fenced register lives (data-servers.ts: fencedStoreFor(backend) picks a row's). Its
+   * writes go through `@deadbolt/fence`; the plain register stays in the harness.
+   */
+  readonly fencedStore: FencedStoreKind;
 }
 
 export interface RunContext {
@@ -36,18 +43,39 @@ export interface RunContext {
 
 /** Runs the workload for durationMs while `nemesis` acts, and returns the history. */
 export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => Promise<void>): Promise<History> {
+  const key = `compare-${Math.random().toString(36).slice(2, 8)}`;
+  const fenced = await openFencedStore(spec.fencedStore, key);
+  let history: Omit<History, 'fencedStore'>;
+  try {
+    history = await runWith(spec, key, fenced, nemesis);
+  } catch (error) {
+    await fenced.finish().catch(() => undefined);
+    throw error;
+  }
+  // What the store holds once no client can write any more (finish also closes the connection).
+  return { ...history, fencedStore: await fenced.finish() };
+}
+
+async function runWith(
+  spec: RunSpec,
+  key: string,
+  fenced: FencedStore,
+  nemesis: (ctx: RunContext) => Promise<void>,
+): Promise<Omit<History, 'fencedStore'>> {
   const holds = new EventEmitter();
   const plain = new PlainRegister();
-  const fenced = new FencedRegister();
   const plainOps = new RegisterOpLog();
   const intervals: Interval[] = [];
   const faults: FaultWindow[] = [];
   // One port per in-process client, so the plain register's log knows who called.
   const portFor = (name: string): RegisterPort => ({
-    read: async () => ({ plain: plainOps.read(name, () => plain.read()), fenced: fenced.read() }),
+    read: async () => {
+      const p = plainOps.read(name, () => plain.read());
+      return { plain: p, fenced: await fenced.read() };
+    },
     write: async (client, fence, p, f) => {
       plainOps.write(client, p, () => plain.write(client, fence, p));
-      fenced.write(client, fence, f);
+      await fenced.write(client, fence, f);
     },
     record: (i) => {
       intervals.push(i);
@@ -58,7 +86,6 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
   });
   const startedAt = now();
   const until = startedAt + spec.durationMs;
-  const key = `compare-${Math.random().toString(36).slice(2, 8)}`;
   const config = (i: number): WorkerConfig => ({
     name: `c${i}`,
     url: spec.url,
@@ -143,7 +170,7 @@ export async function runWorkload(spec: RunSpec, nemesis: (ctx: RunContext) => P
 
 function startChild(
   cfg: WorkerConfig,
-  { plain, fenced, plainOps }: { plain: PlainRegister; fenced: FencedRegister; plainOps: RegisterOpLog },
+  { plain, fenced, plainOps }: { plain: PlainRegister; fenced: FencedStore; plainOps: RegisterOpLog },
   intervals: Interval[],
   onAcquired: () => void,
 ): { child: ChildProcess; finished: Promise<void> } {
@@ -174,16 +201,30 @@ function startChild(
         fenced: number;
         interval: Interval;
       };
+      // The fenced store answers asynchronously; a failure of it (a dead data server) fails the run.
+      const answer = (reply: Promise<Record<string, unknown>>): void => {
+        reply.then(
+          // A worker killed meanwhile (the run's deadline) has no channel left: nothing to answer.
+          (body) => {
+            if (child.connected) child.send({ type: 'reply', id: msg.id, ...body }, () => undefined);
+          },
+          (error: unknown) => {
+            reject(error);
+            child.kill('SIGKILL');
+          },
+        );
+      };
       if (msg.type === 'done') clean = true;
       else if (msg.type === 'ready') child.send({ type: 'start', config: cfg });
       else if (msg.type === 'acquired') onAcquired();
-      else if (msg.type === 'read')
-        child.send({ type: 'reply', id: msg.id, plain: plainOps.read(cfg.name, () => plain.read()), fenced: fenced.read() });
-      else if (msg.type === 'write') {
+      else if (msg.type === 'read') {
+        // The plain register is read as the message arrives, the fenced store after it.
+        const p = plainOps.read(cfg.name, () => plain.read());
+        answer(fenced.read().then((f) => ({ plain: p, fenced: f })));
+      } else if (msg.type === 'write') {
         const fence = msg.fence ?? undefined;
         plainOps.write(msg.client, msg.plain, () => plain.write(msg.client, fence, msg.plain));
-        fenced.write(msg.client, fence, msg.fenced);
-        child.send({ type: 'reply', id: msg.id });
+        answer(fenced.write(msg.client, fence, msg.fenced).then(() => ({})));
       } else if (msg.type === 'interval') intervals.push(msg.interval);
     });
   });

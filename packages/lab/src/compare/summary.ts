@@ -19,6 +19,12 @@ export interface SummaryRow {
   staleWritesAcceptedPlain: number;
   staleWritesRejectedFenced: number;
   staleWritesAcceptedFenced: number;
+  /** The data store the fenced writes went to, through @deadbolt/fence (null in hand-made histories). */
+  fencedStore: string | null;
+  /** Whether that store ended with the newest holder's write (null: not recorded). */
+  fencedStoreEndsWithNewest: boolean | null;
+  /** What the store held at the end, and whose write that was. */
+  fencedStoreFinal: string;
   lostNotices: number;
   maxUnavailableMs: number;
   faultUnavailableMs: number;
@@ -44,6 +50,9 @@ export function toRow(r: ScenarioResult): SummaryRow {
     staleWritesAcceptedPlain: c.staleWritesAcceptedPlain,
     staleWritesRejectedFenced: c.staleWritesRejectedFenced,
     staleWritesAcceptedFenced: c.staleWritesAcceptedFenced,
+    fencedStore: c.fencedStore.store ?? null,
+    fencedStoreEndsWithNewest: c.fencedStore.endsWithNewest ?? null,
+    fencedStoreFinal: c.fencedStore.finalText,
     lostNotices: c.lostNotices,
     maxUnavailableMs: c.maxUnavailableMs,
     faultUnavailableMs: c.faultUnavailableMs,
@@ -110,12 +119,14 @@ export async function writeResults(
   const json = join(dir, 'summary.json');
   await writeFile(json, `${JSON.stringify({ machine, run: run.kind, quick: run.quick, rows: results.map(toRow), notRun }, null, 2)}\n`);
   const md = join(dir, 'summary.md');
+  const fencedNoteMd =
+    'Stale writes "fenced" were sent to a data store of its own (not the lock server) through `@deadbolt/fence`; a refused one was refused by that store (StaleFenceError), not by the lock.';
   const notRunMd = Object.entries(notRun)
     .map(([k, v]) => `- ${k}: not run, ${v.split('\n')[0]}`)
     .join('\n');
   await writeFile(
     md,
-    `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}, servers: ${machine.servers}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: predicted ${r.expectation}: ${r.matched ? 'as predicted' : 'NOT as predicted'}${r.contradictions.map((c) => `; ${c}`).join('')}`).join('\n')}\n${notRunMd ? `\n${notRunMd}\n` : ''}`,
+    `# CP vs AP comparison\n\nMachine: ${machine.cpus} x ${machine.cpuModel}, ${machine.platform} ${machine.release}, node ${machine.node}, servers: ${machine.servers}\n\n${fencedNoteMd}\n\n${markdownTable(results)}\n\n${results.map((r) => `- ${r.backend}/${r.mode} ${r.scenario}: predicted ${r.expectation}: ${r.matched ? 'as predicted' : 'NOT as predicted'}${r.contradictions.map((c) => `; ${c}`).join('')}`).join('\n')}\n${notRunMd ? `\n${notRunMd}\n` : ''}`,
   );
   files.push(json, md);
   return files;

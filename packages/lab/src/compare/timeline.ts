@@ -3,6 +3,8 @@
  * (a lane per client, the two registers' writes, the fault window labelled), a legend, and the
  * figures as a table.
  */
+import { fencedNoteForTimeline } from './fenced-html.js';
+import { fencedStoreNames } from './fenced-store.js';
 import { linearizabilitySection } from './linearizability-html.js';
 import type { Interval, WriteRecord } from './history.js';
 import { colours, esc, page, seconds, swatch } from './html-kit.js';
@@ -51,7 +53,10 @@ export function story(r: ScenarioResult): string[] {
   const fenced = h.intervals.some((i) => i.fence !== undefined);
   if (h.plainWrites.length === 0 && h.fencedWrites.length === 0)
     lines.push('The holders in this run only read: the registers were not written.');
-  else if (!fenced) lines.push('This backend gives no fencing tokens, so no register can tell a stale write from a fresh one.');
+  else if (!fenced)
+    lines.push(
+      'This backend gives no fencing tokens, so the fenced store had nothing to check (nothing was sent to it): nothing could tell a stale write from a fresh one.',
+    );
   else if (stalePlain.length === 0 && staleFenced.length === 0)
     lines.push('No stale write happened: every write came from the newest holder.');
   else {
@@ -60,13 +65,16 @@ export function story(r: ScenarioResult): string[] {
       stalePlain.length > 0
         ? "the <b>plain register accepted</b> it, overwriting the newer holder's work"
         : 'the plain register had nothing to overwrite';
+    const store = h.fencedStore ? `the fenced store (${esc(fencedStoreNames[h.fencedStore.kind].long)})` : 'the fenced store';
     const fencedVerdict = h.fencedWrites.some((x) => x.stale && x.accepted)
-      ? 'the fenced register <b>accepted it too</b>'
-      : 'the <b>fenced register rejected</b> it (its fence was lower than one it had already seen)';
+      ? `${store} <b>accepted it too</b>`
+      : `<b>${store} refused it</b> with StaleFenceError (its fence was lower than one the store had already admitted); the store refused it, not the lock, which had already let that holder go`;
     lines.push(
       `<b>A stale write:</b> ${esc(w.client)} wrote at ${at(r, w.at)} with fence ${w.fence ?? '-'}, after a newer holder had written; ${plainVerdict}, and ${fencedVerdict}.`,
     );
   }
+  if (c.fencedStore.endsWithNewest !== undefined && h.fencedWrites.length > 0)
+    lines.push(`After the run the fenced store held ${esc(c.fencedStore.finalText)}.`);
   if (c.faultUnavailableMs > 0) lines.push(`The longest stretch with no holder around the fault was ${seconds(c.faultUnavailableMs)}.`);
   return lines;
 }
@@ -102,14 +110,17 @@ function holdBar(i: Interval, y: number, l: Layout, r: ScenarioResult): string {
 
 function writeMark(w: WriteRecord, y: number, l: Layout, r: ScenarioResult, register: string): string {
   const cx = l.x(w.at);
-  const title = `${w.client} wrote to the ${register} register at ${at(r, w.at)} with fence ${w.fence ?? 'none'}: ${w.accepted ? 'accepted' : 'rejected'}${w.stale ? ' (a stale write)' : ''}`;
+  const title = `${w.client} wrote to the ${register} at ${at(r, w.at)} with fence ${w.fence ?? 'none'}: ${w.accepted ? 'accepted' : 'refused by the store (StaleFenceError)'}${w.stale ? ' (a stale write)' : ''}`;
   const ring = w.stale ? `<circle cx="${cx}" cy="${y}" r="9" fill="none" stroke="${colours.overlap}" stroke-width="2"/>` : '';
   const mark = w.accepted
     ? `<circle cx="${cx}" cy="${y}" r="4" fill="${colours.accepted}"/>`
     : `<path d="M${cx - 5} ${y - 5} L${cx + 5} ${y + 5} M${cx + 5} ${y - 5} L${cx - 5} ${y + 5}" stroke="${colours.rejected}" stroke-width="2.5"/>`;
   // A white halo keeps the label readable over the marks it crosses.
+  const text = `stale write ${w.accepted ? 'accepted' : 'refused by the store, not the lock'}`;
+  // Beside the mark, on its left when it would run past the chart's edge (about 6 px a character).
+  const fits = cx + 12 + text.length * 6 <= l.width;
   const label = w.stale
-    ? `<text x="${cx + 12}" y="${y - 6}" font-size="11" font-weight="600" fill="${colours.overlap}" stroke="#fff" stroke-width="4" paint-order="stroke">stale write ${w.accepted ? 'accepted' : 'rejected'}</text>`
+    ? `<text x="${fits ? cx + 12 : cx - 12}" y="${y - 6}" font-size="11" font-weight="600" text-anchor="${fits ? 'start' : 'end'}" fill="${colours.overlap}" stroke="#fff" stroke-width="4" paint-order="stroke">${text}</text>`
     : '';
   return `<g><title>${esc(title)}</title>${ring}${mark}${label}</g>`;
 }
@@ -165,13 +176,15 @@ export function timelineSvg(r: ScenarioResult): string {
     );
   }
   parts.push(`<line x1="${left}" y1="${registersTop - 20}" x2="${width - right}" y2="${registersTop - 20}" stroke="#bbb"/>`);
-  const registers: [string, WriteRecord[]][] = [
-    ['plain', h.plainWrites],
-    ['fenced', h.fencedWrites],
+  const store = h.fencedStore ? fencedStoreNames[h.fencedStore.kind].short : undefined;
+  const registers: [string, string | undefined, WriteRecord[]][] = [
+    ['plain register', 'no check', h.plainWrites],
+    ['fenced store', store && `checked by ${store}`, h.fencedWrites],
   ];
-  registers.forEach(([name, writes], n) => {
+  registers.forEach(([name, sub, writes], n) => {
     const y = registersTop + n * lane + 8;
-    parts.push(`<text x="${left - 10}" y="${y + 4}" font-size="12" text-anchor="end">${name} register writes</text>`);
+    parts.push(`<text x="${left - 10}" y="${y + (sub ? 0 : 4)}" font-size="12" text-anchor="end">${name} writes</text>`);
+    if (sub) parts.push(`<text x="${left - 10}" y="${y + 12}" font-size="10" fill="#555" text-anchor="end">${esc(sub)}</text>`);
     // Stale writes last, so their rings and labels sit on top.
     for (const w of [...writes.filter((x) => !x.stale), ...writes.filter((x) => x.stale)]) parts.push(writeMark(w, y, l, r, name));
   });
@@ -188,8 +201,8 @@ export function legend(): string {
       'two clients holding at once (an overlap)',
     ],
     [swatch(colours.fault, 'band'), 'the fault window'],
-    [swatch(colours.accepted, 'dot'), 'a write the register accepted'],
-    [swatch(colours.rejected, 'cross'), 'a write the register rejected'],
+    [swatch(colours.accepted, 'dot'), 'a write the register or the store accepted'],
+    [swatch(colours.rejected, 'cross'), 'a write the fenced store refused (StaleFenceError from @deadbolt/fence)'],
     [
       `<svg class="swatch" width="24" height="16" aria-hidden="true"><circle cx="12" cy="8" r="6" fill="none" stroke="${colours.overlap}" stroke-width="2"/></svg>`,
       'a stale write (from a holder older than one that already wrote)',
@@ -211,15 +224,12 @@ export function figuresTable(r: ScenarioResult): string {
       'writes from an older holder that the plain register took',
     ],
     [
-      'stale writes rejected, fenced register',
+      'stale writes refused by the fenced store',
       String(c.staleWritesRejectedFenced),
-      'writes the fenced register refused because their fence was too low',
+      `writes ${c.fencedStore.store ?? 'the data store'} refused with StaleFenceError because a newer fence had written (the store refused them, not the lock)`,
     ],
-    [
-      'stale writes accepted, fenced register',
-      String(c.staleWritesAcceptedFenced),
-      'should be 0 wherever the backend gives fencing tokens',
-    ],
+    ['stale writes accepted, fenced store', String(c.staleWritesAcceptedFenced), 'should be 0 wherever the backend gives fencing tokens'],
+    ['fenced store at the end', c.fencedStore.finalText, "should be the newest holder's last write"],
     ['loss notices', String(c.lostNotices), 'times a holder was told it had lost the lock'],
     ['notice before lease expiry', lead, 'for each notice: how long before the lease ran out (negative: after)'],
     ['longest wait with no holder, around the fault', `${c.faultUnavailableMs} ms`, 'what the fault cost in availability'],
@@ -239,6 +249,7 @@ ${scenarioDescription ? `<p>${esc(scenarioDescription)}</p>` : ''}
     .map((s) => `<li>${s}</li>`)
     .join('')}</ul>
 <h2>Timeline</h2>
+${fencedNoteForTimeline(r)}
 ${legend()}
 ${timelineSvg(r)}
 <p class="meta">Each lane is one client; time runs left to right. Hover a bar or a mark for its details.</p>

@@ -84,7 +84,7 @@ function acquireOne(client: LockClient, cfg: WorkerConfig, options: AcquireOptio
  * One client's loop: acquire with a fence, read-modify-write both registers, release. Obeys
  * lock.signal: a holder told 'lost' does not write. It checks the signal before the work, as a real
  * program does, so a pause between the check and the write (Kleppmann's GC pause) still produces
- * the stale write the fenced register must refuse.
+ * the stale write the fenced store must refuse.
  */
 export async function runWorker(cfg: WorkerConfig, port: RegisterPort, client: LockClient = clientFor(cfg)): Promise<void> {
   try {

@@ -25,11 +25,11 @@ export const clientPause = pauseScenario({
     return t.fenced
       ? {
           expectation:
-            'overlaps (the lease, or session, expires under a paused holder, whatever the class); 0 stale writes accepted by the fenced register',
+            'overlaps (the lease, or session, expires under a paused holder, whatever the class); 0 stale writes accepted by the fenced store, which refuses them',
           ok: (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0,
         }
       : {
-          expectation: 'overlaps (the lease expires under a paused holder); no fencing tokens, so no register can refuse the stale write',
+          expectation: 'overlaps (the lease expires under a paused holder); no fencing tokens, so no store can refuse the stale write',
           ok: (c) => c.overlaps > 0,
         };
   },

@@ -24,7 +24,7 @@ export const electionPause = pauseScenario({
   paused: 'leader c0',
   predict: () => ({
     expectation:
-      'two leaders at once (a term is a lease, whatever the class); 0 stale writes accepted by the fenced register (the term is the fence)',
+      'two leaders at once (a term is a lease, whatever the class); 0 stale writes accepted by the fenced store, which refuses them (the term is the fence)',
     ok: (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0,
   }),
 });

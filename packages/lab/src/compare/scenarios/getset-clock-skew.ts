@@ -1,3 +1,4 @@
+import { fencedStoreFor } from '../data-servers.js';
 import { runWorkload, type RunSpec } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
 
@@ -28,6 +29,7 @@ export const getsetClockSkew: Scenario = {
           durationMs: opts.quick ? 3000 : 4000,
           ttlMs,
           holdMs: 200,
+          fencedStore: fencedStoreFor('redis'),
           // Only getset reads the injected clock; setnx and fair ignore it (the server's TTL decides).
           perClient: (i) => (i === 0 ? { clockSkewMs: ttlMs * 3 } : {}),
         };

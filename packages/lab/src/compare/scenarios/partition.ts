@@ -1,4 +1,5 @@
 import { startProxy, type TcpProxy } from '@deadbolt/conformance/servers';
+import { fencedStoreFor } from '../data-servers.js';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario, type ScenarioResult } from '../scenario-kit.js';
@@ -44,6 +45,7 @@ async function runTarget(t: Target, quick: boolean): Promise<ScenarioResult> {
         // Longer than the ttl: c0 is still working, on renewals, when the partition cuts them.
         holdMs: Math.round(t.ttlMs * 2.5),
         othersStartAfterFirstHold: true,
+        fencedStore: fencedStoreFor(t.backend),
         perClient: (i) => ({ autoRenew: true, ...(i === 0 ? { url: proxy.rewrite(url) } : {}) }),
       };
       const history = await runWorkload(spec, (ctx) => partitionFirstHold(ctx, proxy, t.ttlMs));

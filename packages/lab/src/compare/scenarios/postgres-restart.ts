@@ -1,3 +1,4 @@
+import { fencedStoreFor } from '../data-servers.js';
 import { runWorkload, type RunSpec } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
 
@@ -26,6 +27,8 @@ export const postgresRestart: Scenario = {
           durationMs: opts.quick ? 5000 : 6000,
           ttlMs: 3000,
           holdMs: 300,
+          // A data server of its own: the restart of the lock server does not touch the data.
+          fencedStore: fencedStoreFor('postgres'),
         };
         const history = await runWorkload(spec, async (ctx) => {
           await sleep(1500);

@@ -1,3 +1,4 @@
+import { fencedStoreFor } from '../data-servers.js';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
@@ -131,6 +132,8 @@ export const redisFailover: Scenario = {
             // Long enough to cover a container stop, unpause and promotion on a busy machine.
             holdMs: 6000,
             othersStartAfterFirstHold: true,
+            // A Redis of its own, not the failing pair: the failover does not touch the data.
+            fencedStore: fencedStoreFor('redis'),
           };
           const history = await runWorkload(spec, (ctx) => failOverDuringFirstHold(ctx, pair, proxy, acknowledged));
           return acknowledged

@@ -1,3 +1,4 @@
+import { fencedStoreFor } from '../data-servers.js';
 import type { RunContext, RunSpec } from '../run.js';
 import { runWorkload } from '../run.js';
 import { forEachRow, row, servers, type Scenario } from '../scenario-kit.js';
@@ -68,6 +69,7 @@ export const redlockRestart: Scenario = {
           // container restart of master 3 on a busy machine and still end inside its validity.
           holdMs: 6000,
           othersStartAfterFirstHold: true,
+          fencedStore: fencedStoreFor('redis'),
           perClient: (i) => (i === 0 ? { url: `redis://${viaProxies.join(',')}?mode=redlock` } : {}),
         };
         const history = await runWorkload(spec, (ctx) => restartThirdMasterDuringFirstHold(ctx, masters, proxies, ttlMs));

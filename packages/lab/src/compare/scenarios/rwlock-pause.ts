@@ -22,7 +22,7 @@ export const rwlockPause = pauseScenario({
         )
       : {
           expectation:
-            'overlaps with the paused writer (a hold is a lease, whatever the class); 0 stale writes accepted by the fenced register',
+            'overlaps with the paused writer (a hold is a lease, whatever the class); 0 stale writes accepted by the fenced store, which refuses them',
           ok: (c) => c.overlaps > 0 && c.staleWritesAcceptedFenced === 0,
         },
 });

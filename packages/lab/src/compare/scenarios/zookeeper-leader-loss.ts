@@ -1,3 +1,4 @@
+import { fencedStoreFor } from '../data-servers.js';
 import { runWorkload, type RunSpec } from '../run.js';
 import { forEachRow, row, servers, sleep, type Scenario } from '../scenario-kit.js';
 
@@ -21,6 +22,7 @@ export const zookeeperLeaderLoss: Scenario = {
           durationMs: opts.quick ? 10_000 : 12_000,
           ttlMs: 4000,
           holdMs: 100,
+          fencedStore: fencedStoreFor('zookeeper'),
         };
         const history = await runWorkload(spec, async (ctx) => {
           await sleep(2000);
