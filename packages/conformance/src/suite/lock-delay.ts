@@ -1,0 +1,123 @@
+import { UnsupportedOperationError, type Lock } from '@deadbolt/core';
+import type { ConformanceCase, ResolvedOptions } from './context.js';
+import { aborted, assert, rejection, waitUntil } from './util.js';
+
+/**
+ * Lock-delay (`lockDelayMs`, capabilities.lockDelay): a hold that ends without a release keeps its
+ * key from others for the delay after its lease, on the server's clock; a release frees it at once;
+ * a backend that cannot enforce it refuses before any I/O.
+ */
+
+/** Slack for the "free again" side only (timers, polling, a shared machine), plus memcached's whole-second clock. */
+const TOLERANCE_MS = 1_000;
+const granule = (minTtlMs: number): number => (minTtlMs >= 1_000 ? minTtlMs : 0);
+/** The delay the cases ask for: long enough to tell apart from the lease on every backend. */
+const delayOf = (ctx: { capabilities: { minTtlMs: number } }): number => Math.max(1_000, ctx.capabilities.minTtlMs);
+
+function needsLockDelay(options: ResolvedOptions): string | undefined {
+  return options.capabilities.lockDelay === true ? undefined : 'capabilities.lockDelay is not true';
+}
+
+export const lockDelayAfterCrash: ConformanceCase = {
+  title: 'lock-delay: a crashed holder keeps its key from others until ttl + lockDelayMs after its last renewal, then frees it',
+  requires: (options) =>
+    needsLockDelay(options) ??
+    (options.capabilities.lease === 'ttl' ? undefined : "capabilities.lease is not 'ttl'") ??
+    (options.kill ? undefined : 'no kill hook'),
+  async run(ctx) {
+    const [holder, other] = [ctx.client(), ctx.client()];
+    const lockDelayMs = delayOf(ctx);
+    const lock = await holder.acquire('k', { ttlMs: ctx.ttlMs, autoRenew: false, lockDelayMs });
+    // The server started the renewed lease no earlier than it was sent: busy until then + ttl + delay.
+    const renewSentAt = Date.now();
+    await lock.renew();
+    await ctx.kill(holder);
+    const busyUntil = renewSentAt + ctx.ttlMs + lockDelayMs;
+    // Probe until the earliest legal end. A grant counts against the backend only when its answer
+    // came back before that end: the server decided no later than the answer arrived.
+    let taken: Lock | null = null;
+    let probes = 0;
+    while (Date.now() < busyUntil) {
+      probes += 1;
+      taken = await other.tryAcquire('k');
+      const answeredAt = Date.now();
+      assert(
+        taken === null || answeredAt >= busyUntil,
+        `another client got the key ${busyUntil - answeredAt} ms before ttl + lockDelayMs ran out (${ctx.ttlMs} + ${lockDelayMs} ms after the renewal)`,
+      );
+      if (taken !== null) break;
+    }
+    assert(probes > 0, 'no probe ran inside the delay: the case proved nothing');
+    const freed =
+      taken !== null ||
+      (await waitUntil(async () => {
+        taken = await other.tryAcquire('k');
+        return taken !== null;
+      }, TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)));
+    assert(freed, `still busy ${TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)} ms after ttl + lockDelayMs`);
+    await (taken as Lock | null)?.release();
+  },
+};
+
+export const lockDelayHolderLeaseUnchanged: ConformanceCase = {
+  title: "lock-delay: the holder's own lease stays ttl (it learns of its loss at ttl, not ttl + lockDelayMs)",
+  requires: (options) => needsLockDelay(options) ?? (options.capabilities.lease === 'ttl' ? undefined : "capabilities.lease is not 'ttl'"),
+  async run(ctx) {
+    const lock = await ctx.client().acquire('k', { ttlMs: ctx.ttlMs, autoRenew: false, lockDelayMs: 60_000 });
+    const start = Date.now();
+    await aborted(lock.signal, ctx.ttlMs + TOLERANCE_MS);
+    assert(Date.now() - start <= ctx.ttlMs + TOLERANCE_MS, 'the holder trusted its lease past ttl');
+  },
+};
+
+export const lockDelayNotAfterRelease: ConformanceCase = {
+  title: 'lock-delay: a clean release frees the key at once (no delay)',
+  requires: needsLockDelay,
+  async run(ctx) {
+    const [holder, other] = [ctx.client(), ctx.client()];
+    const lock = await holder.acquire('k', { ttlMs: ctx.ttlMs * 10, lockDelayMs: 60_000 });
+    await lock.renew();
+    await lock.release();
+    const next = await other.tryAcquire('k');
+    assert(next !== null, 'the key stayed busy after a clean release');
+    await next.release();
+    // The same through withLock.
+    await holder.withLock('w', () => undefined, { lockDelayMs: 60_000 });
+    const after = await other.tryAcquire('w');
+    assert(after !== null, 'the key stayed busy after withLock returned');
+    await after.release();
+  },
+};
+
+export const lockDelayRefused: ConformanceCase = {
+  title: 'lock-delay: a backend that cannot enforce it refuses lockDelayMs > 0 before any I/O',
+  requires: (options) =>
+    options.capabilities.lockDelay === true
+      ? 'capabilities.lockDelay is true (the backend enforces it)'
+      : options.commandCount
+        ? undefined
+        : 'no commandCount option (cannot prove no I/O)',
+  async run(ctx) {
+    const locks = ctx.client();
+    // The backend loaded and reachable first, so that the count below sees only the refused call.
+    await (await locks.acquire('warm')).release();
+    // What asking costs by itself (INFO is a command too): two counts back to back.
+    const probeCost = -((await ctx.commandCount()) - (await ctx.commandCount()));
+    const before = await ctx.commandCount();
+    const error = await rejection(locks.acquire('k', { lockDelayMs: 1_000 }));
+    assert(error instanceof UnsupportedOperationError, `got ${String(error)}, not UnsupportedOperationError`);
+    assert(/lockDelay/.test(error.message), `the error does not name lock-delay: ${error.message}`);
+    const sent = (await ctx.commandCount()) - before - probeCost;
+    assert(sent === 0, `the refused acquire sent ${sent} command(s)`);
+    const plain = await locks.tryAcquire('k', { lockDelayMs: 0 });
+    assert(plain !== null, 'lockDelayMs: 0 was refused too');
+    await plain.release();
+  },
+};
+
+export const lockDelayCases: readonly ConformanceCase[] = [
+  lockDelayAfterCrash,
+  lockDelayHolderLeaseUnchanged,
+  lockDelayNotAfterRelease,
+  lockDelayRefused,
+];
