@@ -29,6 +29,16 @@ class DelayIgnored extends MemoryBackend {
   }
 }
 
+/** The grant's PX is the plain ttl, though the grant records the delay (renewals add it): a holder that never renews leaves no delay. */
+class GrantDropsDelay extends MemoryBackend {
+  override async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    const result = await super.tryAcquire({ ...request, lockDelayMs: 0 });
+    if (result.acquired && (request.lockDelayMs ?? 0) > 0)
+      return { acquired: true, grant: { ...result.grant, lockDelayMs: request.lockDelayMs } };
+    return result;
+  }
+}
+
 /** The grant carries the delay, but a renewal re-sets the plain ttl (PEXPIRE ttl, forgetting the delay). */
 class RenewalDropsDelay extends MemoryBackend {
   override renew(grant: Grant, ttlMs: number): Promise<boolean> {
@@ -71,6 +81,7 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { what: 'lock-delay declared, the plain lease set', cases: [lockDelayAfterCrash], mutant: DelayIgnored },
+  { what: 'a grant that forgets the delay (its renewals add it)', cases: [lockDelayAfterCrash], mutant: GrantDropsDelay },
   { what: 'a renewal that forgets the delay', cases: [lockDelayAfterCrash], mutant: RenewalDropsDelay },
   { what: "the server's expiry given to the holder as its validity", cases: [lockDelayHolderLeaseUnchanged], mutant: HolderTrustsDelay },
   { what: 'a release that leaves the delay behind', cases: [lockDelayNotAfterRelease], mutant: ReleaseLeavesDelay },

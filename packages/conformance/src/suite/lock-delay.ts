@@ -19,7 +19,7 @@ function needsLockDelay(options: ResolvedOptions): string | undefined {
 }
 
 export const lockDelayAfterCrash: ConformanceCase = {
-  title: 'lock-delay: a crashed holder keeps its key from others until ttl + lockDelayMs after its last renewal, then frees it',
+  title: 'lock-delay: a crashed holder keeps its key from others until ttl + lockDelayMs after its grant or last renewal, then frees it',
   requires: (options) =>
     needsLockDelay(options) ??
     (options.capabilities.lease === 'ttl' ? undefined : "capabilities.lease is not 'ttl'") ??
@@ -27,35 +27,47 @@ export const lockDelayAfterCrash: ConformanceCase = {
   async run(ctx) {
     const [holder, other] = [ctx.client(), ctx.client()];
     const lockDelayMs = delayOf(ctx);
-    const lock = await holder.acquire('k', { ttlMs: ctx.ttlMs, autoRenew: false, lockDelayMs });
-    // The server started the renewed lease no earlier than it was sent: busy until then + ttl + delay.
+    const options = { ttlMs: ctx.ttlMs, autoRenew: false, lockDelayMs };
+    // Two keys: one as granted, one renewed once. The server started each lease no earlier than
+    // its request was sent: each key is busy until that send time + ttl + delay.
+    const grantSentAt = Date.now();
+    await holder.acquire('granted', options);
+    const renewed = await holder.acquire('renewed', options);
     const renewSentAt = Date.now();
-    await lock.renew();
+    await renewed.renew();
     await ctx.kill(holder);
-    const busyUntil = renewSentAt + ctx.ttlMs + lockDelayMs;
-    // Probe until the earliest legal end. A grant counts against the backend only when its answer
-    // came back before that end: the server decided no later than the answer arrived.
-    let taken: Lock | null = null;
-    let probes = 0;
-    while (Date.now() < busyUntil) {
-      probes += 1;
-      taken = await other.tryAcquire('k');
-      const answeredAt = Date.now();
-      assert(
-        taken === null || answeredAt >= busyUntil,
-        `another client got the key ${busyUntil - answeredAt} ms before ttl + lockDelayMs ran out (${ctx.ttlMs} + ${lockDelayMs} ms after the renewal)`,
-      );
-      if (taken !== null) break;
+    const keys = [
+      { key: 'granted', busyUntil: grantSentAt + ctx.ttlMs + lockDelayMs, taken: null as Lock | null },
+      { key: 'renewed', busyUntil: renewSentAt + ctx.ttlMs + lockDelayMs, taken: null as Lock | null },
+    ];
+    // Probe each key until its earliest legal end. A grant counts against the backend only when its
+    // answer came back before that end: the server decided no later than the answer arrived.
+    const probes = new Map(keys.map((entry) => [entry.key, 0]));
+    for (;;) {
+      const open = keys.filter((entry) => entry.taken === null && Date.now() < entry.busyUntil);
+      if (open.length === 0) break;
+      for (const entry of open) {
+        probes.set(entry.key, (probes.get(entry.key) ?? 0) + 1);
+        entry.taken = await other.tryAcquire(entry.key);
+        const early = entry.busyUntil - Date.now();
+        assert(
+          entry.taken === null || early <= 0,
+          `another client got the ${entry.key} key ${early} ms before ttl + lockDelayMs ran out (${ctx.ttlMs} + ${lockDelayMs} ms)`,
+        );
+      }
     }
-    assert(probes > 0, 'no probe ran inside the delay: the case proved nothing');
-    const freed =
-      taken !== null ||
-      (await waitUntil(async () => {
-        taken = await other.tryAcquire('k');
-        return taken !== null;
-      }, TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)));
-    assert(freed, `still busy ${TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)} ms after ttl + lockDelayMs`);
-    await (taken as Lock | null)?.release();
+    for (const [key, count] of probes) assert(count > 0, `no probe of the ${key} key ran inside the delay: the case proved nothing`);
+    for (const entry of keys) {
+      const boundMs = entry.busyUntil + TOLERANCE_MS + granule(ctx.capabilities.minTtlMs) - Date.now();
+      const freed =
+        entry.taken !== null ||
+        (await waitUntil(async () => {
+          entry.taken = await other.tryAcquire(entry.key);
+          return entry.taken !== null;
+        }, boundMs));
+      assert(freed, `the ${entry.key} key was still busy ${TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)} ms after ttl + lockDelayMs`);
+      await entry.taken?.release();
+    }
   },
 };
 
