@@ -13,6 +13,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import {
   lockDelayAfterCrash,
+  lockDelayAfterHandOff,
   lockDelayHolderLeaseUnchanged,
   lockDelayNotAfterRelease,
   lockDelayRefused,
@@ -35,6 +36,21 @@ class GrantDropsDelay extends MemoryBackend {
     const result = await super.tryAcquire({ ...request, lockDelayMs: 0 });
     if (result.acquired && (request.lockDelayMs ?? 0) > 0)
       return { acquired: true, grant: { ...result.grant, lockDelayMs: request.lockDelayMs } };
+    return result;
+  }
+}
+
+/** A hand-off (the key's next grant after a release) made in place with the waiter's plain ttl, as a queue that stores no delay would. */
+const releasedKeys = new Set<string>(); // shared, as the server's state is, by every client's backend
+class HandOffDropsDelay extends MemoryBackend {
+  override release(grant: Grant): Promise<boolean> {
+    releasedKeys.add(grant.key);
+    return super.release(grant);
+  }
+  override async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    const handOff = releasedKeys.has(request.key);
+    const result = await super.tryAcquire(handOff ? { ...request, lockDelayMs: 0 } : request);
+    if (result.acquired) releasedKeys.delete(request.key);
     return result;
   }
 }
@@ -82,6 +98,7 @@ interface Scenario {
 const scenarios: Scenario[] = [
   { what: 'lock-delay declared, the plain lease set', cases: [lockDelayAfterCrash], mutant: DelayIgnored },
   { what: 'a grant that forgets the delay (its renewals add it)', cases: [lockDelayAfterCrash], mutant: GrantDropsDelay },
+  { what: 'a hand-off that forgets the delay', cases: [lockDelayAfterHandOff], mutant: HandOffDropsDelay },
   { what: 'a renewal that forgets the delay', cases: [lockDelayAfterCrash], mutant: RenewalDropsDelay },
   { what: "the server's expiry given to the holder as its validity", cases: [lockDelayHolderLeaseUnchanged], mutant: HolderTrustsDelay },
   { what: 'a release that leaves the delay behind', cases: [lockDelayNotAfterRelease], mutant: ReleaseLeavesDelay },

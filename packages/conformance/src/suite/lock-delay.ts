@@ -69,6 +69,45 @@ export const lockDelayAfterCrash: ConformanceCase = {
   },
 };
 
+export const lockDelayAfterHandOff: ConformanceCase = {
+  title: 'lock-delay: a waiter that got the lock on a release and then crashed keeps it from others for ttl + lockDelayMs',
+  requires: (options) => needsLockDelay(options) ?? (options.capabilities.lease === 'ttl' ? undefined : "capabilities.lease is not 'ttl'"),
+  async run(ctx) {
+    const [first, waiter, other] = [ctx.client(), ctx.client(), ctx.client()];
+    // Longer than a queued waiter's lease: a grant made in place and claimed only until the
+    // waiter's deadline (not ttl + delay) shows as a key freed early.
+    const lockDelayMs = delayOf(ctx) + (ctx.fair?.waiterLeaseMs ?? 0);
+    const held = await first.acquire('k');
+    const contended = new Promise<void>((resolve) => waiter.once('contended', () => resolve()));
+    const waiting = waiter.acquire('k', { ttlMs: ctx.ttlMs, autoRenew: false, lockDelayMs, waitMs: 30_000 });
+    await contended;
+    // The waiter's lease started on the server no earlier than this release was sent.
+    const releaseSentAt = Date.now();
+    await held.release();
+    await waiting;
+    if (ctx.canKill) await ctx.kill(waiter);
+    const busyUntil = releaseSentAt + ctx.ttlMs + lockDelayMs;
+    let taken: Lock | null = null;
+    while (taken === null && Date.now() < busyUntil) {
+      taken = await other.tryAcquire('k');
+      const early = busyUntil - Date.now();
+      assert(
+        taken === null || early <= 0,
+        `another client got the key ${early} ms before ttl + lockDelayMs (${ctx.ttlMs} + ${lockDelayMs} ms) ran out`,
+      );
+    }
+    const boundMs = busyUntil + TOLERANCE_MS + granule(ctx.capabilities.minTtlMs) - Date.now();
+    const freed =
+      taken !== null ||
+      (await waitUntil(async () => {
+        taken = await other.tryAcquire('k');
+        return taken !== null;
+      }, boundMs));
+    assert(freed, `still busy ${TOLERANCE_MS + granule(ctx.capabilities.minTtlMs)} ms after ttl + lockDelayMs`);
+    await (taken as Lock | null)?.release();
+  },
+};
+
 export const lockDelayHolderLeaseUnchanged: ConformanceCase = {
   title: "lock-delay: the holder's own lease stays ttl (it learns of its loss at ttl, not ttl + lockDelayMs)",
   requires: (options) => needsLockDelay(options) ?? (options.capabilities.lease === 'ttl' ? undefined : "capabilities.lease is not 'ttl'"),
@@ -127,6 +166,7 @@ export const lockDelayRefused: ConformanceCase = {
 
 export const lockDelayCases: readonly ConformanceCase[] = [
   lockDelayAfterCrash,
+  lockDelayAfterHandOff,
   lockDelayHolderLeaseUnchanged,
   lockDelayNotAfterRelease,
   lockDelayRefused,
