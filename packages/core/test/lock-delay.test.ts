@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryBackend, memoryCapabilities, type Capabilities, type MemoryStore } from '../src/adapter/index.js';
+import { registerBackend, type BackendConfig } from '../src/adapter/index.js';
 import { createLockClient, InvalidArgumentError, UnsupportedOperationError, type LockClient } from '../src/index.js';
 import { freshMemory } from './helpers.js';
 
@@ -102,6 +103,27 @@ describe('lockDelayMs on the memory backend (its own clock)', () => {
       await vi.advanceTimersByTimeAsync(700);
       expect(await client().tryAcquire(key)).not.toBeNull();
     }
+  });
+
+  it('takes the parameter out of the URL the backend is given, wherever it stands', () => {
+    const seen: BackendConfig[] = [];
+    registerBackend('delayprobe', (config) => {
+      seen.push(config);
+      return new MemoryBackend(store);
+    });
+    for (const text of [
+      'delayprobe://h:1?lockDelayMs=5&mode=x',
+      'delayprobe://h:1,h:2?mode=x&lockDelayMs=5&z=1',
+      'delayprobe://h:1?lockDelayMs=5',
+    ]) {
+      client(text);
+    }
+    expect(seen.map((config) => config.urlText)).toEqual([
+      'delayprobe://h:1?mode=x',
+      'delayprobe://h:1,h:2?mode=x&z=1',
+      'delayprobe://h:1',
+    ]);
+    expect(seen.map((config) => config.url?.searchParams.has('lockDelayMs'))).toEqual([false, false, false]);
   });
 
   it("an acquire's own 0 overrides the client default", async () => {
