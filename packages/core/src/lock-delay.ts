@@ -12,7 +12,7 @@ import { maxDurationMs } from './validation.js';
 /** The backends Deadbolt ships that enforce it: named in UnsupportedOperationError. */
 const backendsWithLockDelay = 'memory, redis (?mode=setnx or hash-reentrant), memcached, postgres (?mode=lease)';
 
-/** Refuses, before any I/O, a lock-delay the backend cannot enforce, and any on a kind or a multi-lock. */
+/** Refuses, before any I/O, a lock-delay the backend cannot enforce, and any on a read, write or permit hold. */
 export function checkLockDelaySupported(
   lockDelayMs: number,
   capabilities: Capabilities,
@@ -31,7 +31,7 @@ export function checkLockDelaySupported(
   if (capabilities.lockDelay === true) return;
   throw new UnsupportedOperationError(
     'lockDelayMs',
-    `this backend cannot keep an expired lock's key from others on the server's clock (capabilities.lockDelay is not true; ${lackOf(capabilities)}); the backends that can: ${backendsWithLockDelay}`,
+    `this backend cannot enforce it (capabilities.lockDelay is not true: ${lackOf(capabilities)}); the backends that can: ${backendsWithLockDelay}`,
     { key, backend },
   );
 }
@@ -40,7 +40,7 @@ export function checkLockDelaySupported(
 function lackOf(capabilities: Capabilities): string {
   if (capabilities.lease === 'session') return 'its locks live and die with a session, which leaves nothing behind to delay';
   if (capabilities.clock === 'client') return 'its expiry is judged on client clocks, not the server';
-  return 'its grants have no server-side expiry it can extend past the lease';
+  return 'it keeps no expired key past its lease';
 }
 
 /**
