@@ -12,6 +12,7 @@ export {
 } from './suite/context.js';
 export * from './suite/safety.js';
 export * from './suite/leases.js';
+export * from './suite/lock-delay.js';
 export * from './suite/waiting.js';
 export * from './suite/reentrancy.js';
 export * from './suite/faults.js';

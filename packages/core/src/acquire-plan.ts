@@ -9,6 +9,8 @@ export interface AcquirePlan {
   readonly ttlMs: number;
   readonly waitMs: number;
   readonly autoRenew: boolean;
+  /** Lock-delay asked for (0: none); checked against the backend's capabilities. */
+  readonly lockDelayMs: number;
   readonly signal: AbortSignal | undefined;
   /** Read, write or permit; undefined for the mutex. */
   readonly kind: LockKind | undefined;

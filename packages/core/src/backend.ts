@@ -32,6 +32,11 @@ export interface Capabilities {
   readonly multi?: 'atomic' | 'ordered' | 'none';
   /** Leader election (`client.elect`) with a strictly increasing term. Absent: false. */
   readonly election?: boolean;
+  /**
+   * Lock-delay (`lockDelayMs`): after a lease runs out without a release, the server keeps the key
+   * from others for that long more, on its own clock. Absent: false (an acquire with a delay is refused).
+   */
+  readonly lockDelay?: boolean;
 }
 
 /**
@@ -68,6 +73,13 @@ export interface AcquireRequest {
   /** Lease length. For 'session' backends this is the keepalive period basis. */
   readonly ttlMs: number;
   /**
+   * Lock-delay (only sent where `capabilities.lockDelay`; absent or 0: none): the server must keep
+   * the key from other owners until ttl + this after the grant or the last renewal, unless it is
+   * released. The holder's own validity stays ttl. Renewals keep the same delay: a backend that
+   * enforces it records it in its grant.
+   */
+  readonly lockDelayMs?: number;
+  /**
    * Called by the backend if it learns, by itself, that a granted lock is gone (a session expired, a
    * connection dropped). Core then aborts the lock's signal and emits 'lost'. Safe to call repeatedly.
    */
@@ -87,6 +99,11 @@ export interface Grant {
   readonly token: string;
   /** Fencing token, strictly increasing per key across holders, where `capabilities.fencing`. */
   readonly fence?: number;
+  /**
+   * The request's lock-delay, kept by a backend that enforces it (see AcquireRequest.lockDelayMs):
+   * each renewal sets the server's expiry to ttl + this again. Absent: none.
+   */
+  readonly lockDelayMs?: number;
   /**
    * Local time (Date.now()) at which the backend's own validity ends, when it knows the lease better
    * than core's "request sent + ttl" (redlock: a quorum's validity; fair redis: a queued grant that

@@ -18,6 +18,7 @@ import {
   type SemaphoreOptions,
 } from './kinds.js';
 import { Lease, leaseId } from './lease.js';
+import { checkLockDelaySupported } from './lock-delay.js';
 import { linkSignals, lostReason } from './link-signals.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
@@ -229,10 +230,13 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       waitMs: mayWait ? (options?.waitMs ?? this.defaults.waitMs) : 0,
       // As Redisson's watchdog: renew automatically unless the caller chose a lease length.
       autoRenew: options?.autoRenew ?? (options?.ttlMs === undefined ? this.defaults.autoRenew : false),
+      // The client's default is the plain lock's; a kind refuses only a delay asked for explicitly.
+      lockDelayMs: options?.lockDelayMs ?? (kind === undefined ? this.defaults.lockDelayMs : 0),
       signal: options?.signal,
       kind,
     };
     validateAgainstCapabilities(plan.fullKey, key, ttlMs, backend.capabilities, backend.name);
+    checkLockDelaySupported(plan.lockDelayMs, backend.capabilities, backend.name, key, kind);
     return plan;
   }
 
@@ -248,6 +252,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       key: plan.fullKey,
       owner: plan.owner,
       ttlMs: plan.ttlMs,
+      lockDelayMs: plan.lockDelayMs,
       kind: plan.kind,
       onLost:
         plan.kind === undefined
@@ -362,7 +367,14 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     if ('reenter' in reentry) return this.reenterOrAttempt(backend, plan, request, at, reentry.reenter);
     if (reentry.ask !== request.kind) {
       // Spelled out, not spread (as `queued` below): a spread takes V8's slow clone path.
-      request = { key: request.key, owner: request.owner, ttlMs: request.ttlMs, kind: reentry.ask, onLost: request.onLost };
+      request = {
+        key: request.key,
+        owner: request.owner,
+        ttlMs: request.ttlMs,
+        lockDelayMs: request.lockDelayMs,
+        kind: reentry.ask,
+        onLost: request.onLost,
+      };
     }
     return this.freshAttempt(backend, plan, request, at);
   }
@@ -414,6 +426,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       key: request.key,
       owner: request.owner,
       ttlMs: request.ttlMs,
+      lockDelayMs: request.lockDelayMs,
       kind: request.kind,
       onLost: request.onLost,
       onContended: () => {

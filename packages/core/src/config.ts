@@ -2,11 +2,17 @@ import type { LockBackend } from './backend.js';
 import { InvalidArgumentError } from './errors.js';
 import { findBackendFactory, knownBackendPackages, registeredSchemes } from './registry.js';
 import type { LockClientConfig, LockClientOptions, LockDefaults } from './types.js';
+import { takeLockDelayParameter } from './lock-delay.js';
 import { parseBackendUrl, redactUrl } from './url.js';
 import { maxDurationMs, unsafeText, validateAcquireOptions } from './validation.js';
 
 /** The library defaults: finite waits, so nothing waits forever by accident. */
-export const defaultLockDefaults: LockDefaults = Object.freeze({ ttlMs: 30_000, waitMs: 10_000, autoRenew: true });
+export const defaultLockDefaults: LockDefaults = Object.freeze({
+  ttlMs: 30_000,
+  waitMs: 10_000,
+  autoRenew: true,
+  lockDelayMs: 0,
+});
 
 export interface ResolvedConfig {
   /** For messages before the backend is loaded: the scheme. */
@@ -22,7 +28,7 @@ const optionNames: ReadonlySet<string> = new Set(['url', 'backend', 'options', '
 /** Turns any accepted configuration into a backend (or its loading promise). Throws before any I/O. */
 export function resolveConfig(config: LockClientConfig | undefined): ResolvedConfig {
   const options = normalize(config);
-  const defaults = resolveDefaults(options.defaults);
+  let defaults = resolveDefaults(options.defaults);
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new InvalidArgumentError('prefix', 'expected a string (use "" for no prefix)');
   }
@@ -40,7 +46,12 @@ export function resolveConfig(config: LockClientConfig | undefined): ResolvedCon
   const prefix = options.prefix ?? (url?.searchParams.has('prefix') ? (url.searchParams.get('prefix') ?? '') : undefined);
   const badPrefix = prefix === undefined ? undefined : unsafeText(prefix);
   if (badPrefix !== undefined) throw new InvalidArgumentError('prefix', `the prefix ${badPrefix}`);
-  const backendConfig = { ...(url ? { url, urlText: options.url } : {}), options: options.options ?? {} };
+  const fromUrl = takeLockDelayParameter(url, options.url);
+  // As with the prefix, the object form's own setting wins over the URL's.
+  if (fromUrl.lockDelayMs !== undefined && options.defaults?.lockDelayMs === undefined) {
+    defaults = Object.freeze({ ...defaults, lockDelayMs: fromUrl.lockDelayMs });
+  }
+  const backendConfig = { ...(url ? { url, urlText: fromUrl.urlText } : {}), options: options.options ?? {} };
   const factory = findBackendFactory(scheme);
   if (factory) return { scheme, prefix, defaults, backend: factory(backendConfig) };
 
@@ -92,7 +103,10 @@ function resolveDefaults(given: Partial<LockDefaults> | undefined): LockDefaults
   if (given === undefined) return defaultLockDefaults;
   const unknownName = Object.keys(given).find((name) => !(name in defaultLockDefaults));
   if (unknownName !== undefined) {
-    throw new InvalidArgumentError(`defaults option "${unknownName}"`, 'unknown option; the defaults are ttlMs, waitMs, autoRenew');
+    throw new InvalidArgumentError(
+      `defaults option "${unknownName}"`,
+      'unknown option; the defaults are ttlMs, waitMs, autoRenew, lockDelayMs',
+    );
   }
   validateAcquireOptions('defaults', given, 'config');
   const merged = { ...defaultLockDefaults, ...given };

@@ -60,7 +60,7 @@ export class DeadboltElection implements Election {
 
   async leader(): Promise<string | null> {
     const backend = await this.electionBackend();
-    const plan = this.host.plan(backend, this.name, { owner: this.owner }, true);
+    const plan = this.host.plan(backend, this.name, { owner: this.owner, lockDelayMs: 0 }, true);
     const id = await this.host.call(backend, 'leader', this.name, () => backend.leader(plan.fullKey, this.options.layout));
     return id ?? null;
   }
@@ -83,7 +83,7 @@ export class DeadboltElection implements Election {
     const plan = this.host.plan(
       backend,
       this.name,
-      { ...(this.options.ttlMs === undefined ? {} : { ttlMs: this.options.ttlMs }), autoRenew: true, owner: this.owner },
+      { ...(this.options.ttlMs === undefined ? {} : { ttlMs: this.options.ttlMs }), autoRenew: true, owner: this.owner, lockDelayMs: 0 },
       true,
     );
     const stop = AbortSignal.any([this.resigning.signal, this.host.closing, ...(this.options.signal ? [this.options.signal] : [])]);

@@ -1,7 +1,7 @@
 import type { AcquireRequest, Grant, LockBackend } from './backend.js';
 import type { AcquirePlan } from './acquire-plan.js';
 import { checkedOnRead } from './clock-signal.js';
-import { InvalidArgumentError, LockLostError } from './errors.js';
+import { InvalidArgumentError, LockLostError, UnsupportedOperationError } from './errors.js';
 import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
@@ -27,7 +27,15 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
   host.assertOpen(label);
   // One flow for the whole set: every key has the same owner, and a re-entry is recognised per key.
   return runInFlow(currentFlow() ?? newFlow(), () => {
-    const plans = keys.map((key) => host.plan(backend, key, options, true));
+    if ((options?.lockDelayMs ?? 0) > 0) {
+      // The all-or-nothing scripts set no delayed expiry: refused rather than silently not enforced.
+      throw new UnsupportedOperationError('lockDelayMs', 'acquireAll does not enforce lock-delay; acquire the keys without it', {
+        key: label,
+        backend: backend.name,
+      });
+    }
+    // The client's default lock-delay is the plain lock's: a multi-lock runs without it.
+    const plans = keys.map((key) => host.plan(backend, key, { ...options, lockDelayMs: 0 }, true));
     options?.signal?.throwIfAborted();
     const ordered = inGlobalOrder(backend, plans);
     const attributes = {

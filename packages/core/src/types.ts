@@ -14,12 +14,21 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** Explicit owner id; by default the current async flow (AsyncLocalStorage) owns the lock. */
   readonly owner?: string;
+  /**
+   * Lock-delay in ms (non-negative integer): if this hold ends without a release (its lease runs out,
+   * its process dies), the server grants the key to no one else for this long more. A release never
+   * delays. Refused with UnsupportedOperationError where the backend cannot enforce it
+   * (`capabilities.lockDelay`). Default: the client's (0).
+   */
+  readonly lockDelayMs?: number;
 }
 
 export interface LockDefaults {
   readonly ttlMs: number;
   readonly waitMs: number;
   readonly autoRenew: boolean;
+  /** Also `?lockDelayMs=` in the URL. */
+  readonly lockDelayMs: number;
 }
 
 /** A held lock. Release it (or `await using` it); watch `signal` for loss. */

@@ -63,6 +63,8 @@ const plan: [string, string][] = [
   ['election-pause', 'zookeeper/election'],
   ['rwlock-pause', 'zookeeper/read-write'],
   ['semaphore-pause', 'zookeeper/semaphore'],
+  ['client-pause-lock-delay', 'redis/setnx'],
+  ['client-pause-short-lock-delay', 'redis/setnx'],
 ];
 
 async function smoke(scenario: string, rows: string): Promise<Summary> {
@@ -107,6 +109,9 @@ describe.skipIf(missing.length > 0)(`compare: every scenario once on server proc
         expect(first!.linearizable).toBe(false); // the stale write undid newer work: a lost update
       }
       if (scenario === 'zookeeper-leader-loss') expect(first!.overlaps).toBe(0);
+      // A delay longer than the stall keeps the next holder out until the stalled one released; a shorter one does not.
+      if (scenario === 'client-pause-lock-delay') expect(first!.overlaps).toBe(0);
+      if (scenario === 'client-pause-short-lock-delay') expect(first!.overlaps).toBeGreaterThan(0);
       // Grants the replica acknowledged survive the failover: no second holder.
       if (scenario === 'redis-failover') expect(summary.rows.find((row) => row.mode === 'setnx+replicas')?.overlaps).toBe(0);
     }, 100_000);

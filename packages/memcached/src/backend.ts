@@ -45,6 +45,8 @@ export const memcachedCapabilities: Capabilities = Object.freeze({
   // N slot keys (semaphore-slots.ts): AP and unfair. No read-write lock: readers would need
   // per-holder leases in one CAS-updated value with client-clock expiries (research notes, §2.3).
   semaphore: true,
+  // The item's expiry is ttl + lockDelayMs, rounded up like every lease (grant and renewal).
+  lockDelay: true,
 });
 
 export class MemcachedBackend implements LockBackend {
@@ -169,14 +171,17 @@ export class MemcachedBackend implements LockBackend {
     const key = encodeKey(storedKey);
     const slot: SlotGrant | undefined =
       storedKey === request.key ? undefined : { key: request.key, owner: request.owner, token, slotKey: storedKey };
-    const grant: Grant = slot ?? { key: request.key, owner: request.owner, token };
+    // Lock-delay: the item outlives the holder's lease by the delay; only a release deletes it sooner.
+    const lockDelayMs = request.lockDelayMs ?? 0;
+    const grant: Grant = slot ?? { key: request.key, owner: request.owner, token, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) };
+    const itemMs = request.ttlMs + lockDelayMs;
     // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token
     // (release without a known CAS compares the token), so it cannot leave a lease nobody holds (issue 14).
     // The kit's guard retries the undo until the server answers, within the lease's ttl.
     const cas = await this.#run(
       'acquire',
       request.key,
-      () => addReturningCas(this.#connection(), key, token, expirySeconds(request.ttlMs), leaseEndFlags(request.ttlMs)),
+      () => addReturningCas(this.#connection(), key, token, expirySeconds(itemMs), leaseEndFlags(itemMs)),
       () => this.release(grant),
       request.ttlMs,
     );
@@ -192,15 +197,16 @@ export class MemcachedBackend implements LockBackend {
 
   async #renewOnce(grant: Grant, ttlMs: number): Promise<boolean> {
     const key = encodeKey(storedKeyOf(grant));
+    const itemMs = ttlMs + (grant.lockDelayMs ?? 0);
     {
       const client = this.#connection();
-      const flags = leaseEndFlags(ttlMs);
+      const flags = leaseEndFlags(itemMs);
       const known = this.#cas.get(grant.token);
-      let cas = known === undefined ? undefined : await setIfCasReturning(client, key, grant.token, expirySeconds(ttlMs), known, flags);
+      let cas = known === undefined ? undefined : await setIfCasReturning(client, key, grant.token, expirySeconds(itemMs), known, flags);
       if (cas === undefined) {
         const current = await getWithCas(client, key);
         if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
-        cas = await setIfCasReturning(client, key, grant.token, expirySeconds(ttlMs), current.cas, flags);
+        cas = await setIfCasReturning(client, key, grant.token, expirySeconds(itemMs), current.cas, flags);
       }
       if (cas === undefined) return false;
       if (this.#cas.has(grant.token)) this.#cas.set(grant.token, cas);

@@ -8,6 +8,7 @@ import { faultCases } from './faults.js';
 import { hygieneCases } from './hygiene.js';
 import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
+import { lockDelayCases } from './lock-delay.js';
 import { multiCases } from './multi.js';
 import { readWriteCases } from './read-write.js';
 import { reentrancyCases } from './reentrancy.js';
@@ -24,6 +25,7 @@ import { silentLinkCases } from './silent-link.js';
 export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
   safety: safetyCases,
   leases: [...leaseCases, ...leaseEdgeCases],
+  lockDelay: lockDelayCases,
   waiting: [...waitingCases, ...crowdCases],
   reentrancy: reentrancyCases,
   faults: [...faultCases, ...serverFaultCases, ...silentLinkCases],

@@ -19,6 +19,7 @@ export const memoryCapabilities: Capabilities = Object.freeze({
   election: true,
   readWrite: true,
   semaphore: true,
+  lockDelay: true,
 });
 
 /**
@@ -51,12 +52,20 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
 
   /** Sets the entry for a free key; the caller has checked that it is free in this same tick. */
   protected take(request: AcquireRequest, now: number, candidate?: string): Grant {
-    const grant: Grant = { key: request.key, owner: request.owner, token: randomUUID(), fence: this.store.nextFence(request.key) };
+    const lockDelayMs = request.lockDelayMs ?? 0;
+    const grant: Grant = {
+      key: request.key,
+      owner: request.owner,
+      token: randomUUID(),
+      fence: this.store.nextFence(request.key),
+      ...(lockDelayMs > 0 ? { lockDelayMs } : {}),
+    };
+    // Lock-delay: the entry outlives the holder's lease by the delay; only a release deletes it sooner.
     this.store.set(request.key, {
       token: grant.token,
       owner: grant.owner,
       fence: grant.fence ?? 0,
-      expiresAt: now + request.ttlMs,
+      expiresAt: now + request.ttlMs + lockDelayMs,
       ...(candidate === undefined ? {} : { candidate }),
     });
     return grant;
@@ -122,7 +131,7 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
     if (isQueuedGrant(grant)) return this.store.queued.renew(grant, ttlMs, now);
     const holder = this.store.live(grant.key, now);
     if (holder?.token !== grant.token) return false;
-    holder.expiresAt = now + ttlMs;
+    holder.expiresAt = now + ttlMs + (grant.lockDelayMs ?? 0);
     return true;
   }
 

@@ -23,6 +23,8 @@ export interface PauseScenarioSpec {
   /** Who is frozen, for the fault's label on the timeline ("writer c0"). */
   readonly paused: string;
   readonly predict: (t: Target) => Prediction;
+  /** Lock-delay, in ttls, for every client (`?lockDelayMs=`); the run lasts that much longer. Absent: none. */
+  readonly lockDelayTtls?: number;
 }
 
 /**
@@ -40,13 +42,15 @@ export function pauseScenario(spec: PauseScenarioSpec): Scenario {
       forEachRow(spec.name, spec.rows, opts, async (t) => {
         const server = await t.start(await servers());
         try {
-          const url = t.url(server.url);
+          const lockDelayMs = t.ttlMs * (spec.lockDelayTtls ?? 0);
+          const plainUrl = t.url(server.url);
+          const url = lockDelayMs > 0 ? `${plainUrl}${plainUrl.includes('?') ? '&' : '?'}lockDelayMs=${lockDelayMs}` : plainUrl;
           if (spec.capability) await requireCapability(url, spec.capability);
           const run: RunSpec = {
             url,
             clients: spec.clients,
             childClients: 1,
-            durationMs: t.ttlMs * (opts.quick ? 5 : 7),
+            durationMs: t.ttlMs * (opts.quick ? 5 : 7) + lockDelayMs,
             ttlMs: t.ttlMs,
             holdMs: 300,
             othersStartAfterFirstHold: true,

@@ -1,6 +1,7 @@
 /** The registry of nemesis scenarios `npm run compare` knows, in the order it runs them. */
 import type { Scenario } from './scenario-kit.js';
 import { clientPause } from './scenarios/client-pause.js';
+import { clientPauseLockDelay, clientPauseShortLockDelay } from './scenarios/client-pause-lock-delay.js';
 import { electionPause } from './scenarios/election-pause.js';
 import { getsetClockSkew } from './scenarios/getset-clock-skew.js';
 import { partition } from './scenarios/partition.js';
@@ -24,6 +25,8 @@ export const scenarios: readonly Scenario[] = [
   electionPause,
   rwlockPause,
   semaphorePause,
+  clientPauseLockDelay,
+  clientPauseShortLockDelay,
 ];
 
 /**

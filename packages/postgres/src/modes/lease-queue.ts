@@ -50,7 +50,8 @@ interface Waiter {
 
 /** A grant of `request`, marked as a read/write/permit hold when it is one (its rows are in the kinds tables). */
 export function grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): Grant {
-  const grant: Grant = { key: request.key, owner: request.owner, token, fence };
+  const lockDelayMs = request.lockDelayMs ?? 0;
+  const grant: Grant = { key: request.key, owner: request.owner, token, fence, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) };
   if (request.kind !== undefined) (grant as { kinded?: true }).kinded = true;
   if (validUntil !== undefined) grant.validUntil = validUntil;
   return grant;
@@ -270,7 +271,10 @@ export class LeaseQueue {
     grant.request = request;
     const leftMs = validUntil - Date.now();
     const short = claimMs < request.ttlMs;
-    if (short ? leftMs > 2 * this.heartbeatMs : leftMs > request.ttlMs / 2) {
+    // A grant in place is claimed until min(ttl + delay, the waiter's deadline): with lock-delay it is
+    // extended before the holder starts, so a crash from then on leaves the whole delay behind.
+    const delayed = (request.lockDelayMs ?? 0) > 0;
+    if (!delayed && (short ? leftMs > 2 * this.heartbeatMs : leftMs > request.ttlMs / 2)) {
       // Enough time left to extend at a later tick (most holds are released long before it).
       if (short) {
         this.unextended.add(grant);

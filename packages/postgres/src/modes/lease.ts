@@ -26,6 +26,8 @@ export const leaseCapabilities: Capabilities = Object.freeze({
   // Holder rows with server-clock expiry and the same FIFO queue and in-place grants (kinds-sql.ts).
   readWrite: true,
   semaphore: true,
+  // The row's expires_at is ttl + lockDelayMs (grant, extension, renewal); a release deletes it or hands it on.
+  lockDelay: true,
 });
 
 /** A read, write or permit hold: its rows live in the kinds tables (core treats the field as opaque). */
@@ -123,7 +125,11 @@ export class LeaseMode implements PostgresLockMode {
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     if (isKindGrant(grant)) return (await this.renewMany([grant], [ttlMs]))[0] === true;
     const sentAt = Date.now();
-    const result = await this.context.statements.query('renew', grant.key, this.sql.renew, [grant.key, grant.token, ttlMs]);
+    const result = await this.context.statements.query('renew', grant.key, this.sql.renew, [
+      grant.key,
+      grant.token,
+      rowExpiryMs(grant, ttlMs),
+    ]);
     const renewed = result.rowCount === 1;
     if (renewed) this.queue.extended(grant, sentAt, ttlMs);
     return renewed;
@@ -136,7 +142,7 @@ export class LeaseMode implements PostgresLockMode {
       'renew',
       grants.length === 1 ? grants[0]!.key : undefined,
       this.sql.renewMany,
-      [grants.map((g) => g.key), grants.map((g) => g.token), [...ttlMs]],
+      [grants.map((g) => g.key), grants.map((g) => g.token), grants.map((g, index) => rowExpiryMs(g, ttlMs[index]!))],
     );
     const renewed = new Set(result.rows.map((row) => `${row.owner}\u0000${row.key}`));
     return grants.map((grant, index) => {
@@ -187,7 +193,7 @@ export class LeaseMode implements PostgresLockMode {
     const kind = request.kind;
     const [text, params] =
       kind === undefined
-        ? [this.sql.acquire, [request.key, token, request.ttlMs, join, this.channel, waiterLeaseMs]]
+        ? [this.sql.acquire, [request.key, token, request.ttlMs + (request.lockDelayMs ?? 0), join, this.channel, waiterLeaseMs]]
         : [
             this.kinds.acquire,
             [
@@ -231,4 +237,13 @@ export class LeaseMode implements PostgresLockMode {
     const text = request.kind === undefined ? this.sql.leave : this.kinds.leave;
     await this.context.statements.query('acquire', request.key, text, [request.key, token]);
   }
+}
+
+/**
+ * Lock-delay: the row's expires_at (server clock) is the lease plus the delay, while the holder's
+ * validity stays its ttl (validFrom, core's lease). A holder that stops renewing leaves the row live
+ * for the delay after its lease; a release deletes it or hands it to the next waiter at once.
+ */
+function rowExpiryMs(grant: Grant, ttlMs: number): number {
+  return ttlMs + (grant.lockDelayMs ?? 0);
 }

@@ -4,6 +4,7 @@ import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { acknowledgedGrant, type ReplicaWait } from '../replica-ack.js';
 import { pair, queueScript, runScript } from '../scripts.js';
+import { serverExpiryMs, renewalExpiryMs, withLockDelay } from './lock-delay.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
 export const hashReentrantCapabilities: Capabilities = Object.freeze({
@@ -12,6 +13,8 @@ export const hashReentrantCapabilities: Capabilities = Object.freeze({
   reentrant: 'server',
   notifications: true,
   clock: 'server',
+  // The hash's PEXPIRE is ttl + lockDelayMs (every hold and renewal); the last release deletes it.
+  lockDelay: true,
 });
 
 /**
@@ -33,7 +36,7 @@ export class HashReentrantMode implements LockMode {
 
   async tryAcquire(request: AcquireRequest, attempt = ''): Promise<AttemptResult> {
     const keys = [request.key, fenceKey(request.key)];
-    const args = [request.ttlMs, request.owner, attempt];
+    const args = [serverExpiryMs(request), request.owner, attempt];
     const [acquired, value] = pair(
       this.replicaWait === undefined
         ? await runScript(this.connection, 'hash-acquire', keys, args)
@@ -48,7 +51,10 @@ export class HashReentrantMode implements LockMode {
           ),
     );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
-    return { acquired: true, grant: { key: request.key, owner: request.owner, token: request.owner, fence: value } };
+    return {
+      acquired: true,
+      grant: withLockDelay({ key: request.key, owner: request.owner, token: request.owner, fence: value }, request),
+    };
   }
 
   /**
@@ -66,14 +72,15 @@ export class HashReentrantMode implements LockMode {
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     if (this.replicaWait !== undefined) return (await this.renewMany([grant], [ttlMs]))[0]!;
-    return Number(await runScript(this.connection, 'hash-renew', [grant.key], [grant.token, ttlMs])) === 1;
+    return Number(await runScript(this.connection, 'hash-renew', [grant.key], [grant.token, renewalExpiryMs(grant, ttlMs)])) === 1;
   }
 
   async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
     const replies = await pipelined(
       this.connection,
       grants.map((grant) => grant.key),
-      (pipeline, index) => queueScript(pipeline, 'hash-renew', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+      (pipeline, index) =>
+        queueScript(pipeline, 'hash-renew', [grants[index]!.key], [grants[index]!.token, renewalExpiryMs(grants[index]!, ttlMs[index]!)]),
       this.replicaWait,
     );
     return replies.map((reply) => Number(reply) === 1);

@@ -5,6 +5,7 @@ import { pipelined } from '../pipeline.js';
 import { acknowledgedGrant, type ReplicaWait } from '../replica-ack.js';
 import { pair, queueScript, runScript } from '../scripts.js';
 import { TokenSource } from '../token.js';
+import { serverExpiryMs, renewalExpiryMs, withLockDelay } from './lock-delay.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
 export const setnxCapabilities: Capabilities = Object.freeze({
@@ -16,6 +17,8 @@ export const setnxCapabilities: Capabilities = Object.freeze({
   // One script takes every key of a slot (multi.ts); elections on the lock (election.ts).
   multi: 'atomic',
   election: true,
+  // The key's PX is ttl + lockDelayMs (grant and every renewal); a release deletes it (lock-delay.ts).
+  lockDelay: true,
 });
 
 /**
@@ -44,18 +47,18 @@ export class SetnxMode implements LockMode {
     const keys = [request.key, fenceKey(request.key)];
     const [acquired, value] = pair(
       this.replicaWait === undefined
-        ? await runScript(this.connection, 'setnx-acquire', keys, [token, request.ttlMs])
+        ? await runScript(this.connection, 'setnx-acquire', keys, [token, serverExpiryMs(request)])
         : await acknowledgedGrant(
             this.connection,
             this.replicaWait,
-            (pipeline) => queueScript(pipeline, 'setnx-acquire', keys, [token, request.ttlMs]),
+            (pipeline) => queueScript(pipeline, 'setnx-acquire', keys, [token, serverExpiryMs(request)]),
             (reply) => pair(reply)[0] === 1,
             () => this.undoAcquire(request, token),
             { action: 'acquire', key: request.key, backend: 'redis:setnx' },
           ),
     );
     if (acquired !== 1) return { acquired: false, retryAfterMs: Math.max(0, value) };
-    return { acquired: true, grant: { key: request.key, owner: request.owner, token, fence: value } };
+    return { acquired: true, grant: withLockDelay({ key: request.key, owner: request.owner, token, fence: value }, request) };
   }
 
   undoAcquire(request: AcquireRequest, token: string): Promise<unknown> {
@@ -64,14 +67,20 @@ export class SetnxMode implements LockMode {
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     if (this.replicaWait !== undefined) return (await this.renewMany([grant], [ttlMs]))[0]!;
-    return Number(await runScript(this.connection, 'compare-pexpire', [grant.key], [grant.token, ttlMs])) === 1;
+    return Number(await runScript(this.connection, 'compare-pexpire', [grant.key], [grant.token, renewalExpiryMs(grant, ttlMs)])) === 1;
   }
 
   async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
     const replies = await pipelined(
       this.connection,
       grants.map((grant) => grant.key),
-      (pipeline, index) => queueScript(pipeline, 'compare-pexpire', [grants[index]!.key], [grants[index]!.token, ttlMs[index]!]),
+      (pipeline, index) =>
+        queueScript(
+          pipeline,
+          'compare-pexpire',
+          [grants[index]!.key],
+          [grants[index]!.token, renewalExpiryMs(grants[index]!, ttlMs[index]!)],
+        ),
       this.replicaWait,
     );
     return replies.map((reply) => Number(reply) === 1);
