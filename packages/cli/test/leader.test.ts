@@ -87,4 +87,18 @@ describe('deadbolt leader (Redis)', () => {
     watcher.process.kill('SIGTERM');
     expect((await watcher.exited).code).toBe(0);
   });
+
+  it('--watch whose reader went away (| head -1) exits 0 at its next line instead of crashing', async () => {
+    const watcher = startCli(['leader', 'piped', '--watch', '--interval', '50'], { DEADBOLT_URL: server.url });
+    await watcher.waitForStdout('\n');
+    watcher.process.stdout?.destroy();
+    const term = await lead('piped', 'delta');
+    try {
+      const exit = await watcher.exited;
+      expect(exit.code, exit.stderr).toBe(0);
+      expect(exit.stderr).toBe('');
+    } finally {
+      await term.resign();
+    }
+  });
 });
