@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
 
 /** The built bin, run with node as an operator's shell would run `deadbolt`. */
 export const binPath = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -21,10 +22,31 @@ export interface CliProcess {
   waitForStdout(text: string, deadlineMs?: number): Promise<void>;
 }
 
+const running = new Set<ChildProcess>();
+
+// A test that fails half-way must not leave a deadbolt (holding a lock) or its command behind.
+afterEach(() => {
+  for (const child of running) {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // The group is already gone.
+    }
+  }
+  running.clear();
+});
+
 /** Starts `node dist/bin.js ...args` with `env` added to a clean environment (no DEADBOLT_URL from the caller). */
 export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): CliProcess {
   const { DEADBOLT_URL: _url, DEADBOLT_FENCE: _fence, DEADBOLT_KEY: _key, ...inherited } = process.env;
-  const child = spawn(process.execPath, [binPath, ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group, so a failed test can kill deadbolt and its command together (see below).
+  const child = spawn(process.execPath, [binPath, ...args], {
+    env: { ...inherited, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  running.add(child);
+  child.once('close', () => running.delete(child));
   let out = '';
   let err = '';
   let closed = false;
