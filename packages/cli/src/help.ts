@@ -25,7 +25,8 @@ Exit codes:
   64   usage error; nothing was contacted
   69   the backend is unavailable (did not answer, or refused us)
   75   run: the lock stayed busy for all of --wait
-  78   configuration: adapter package not installed, or the server refused the URL's settings
+  78   configuration: adapter package not installed, the server refused the URL's settings,
+       or the backend cannot do it (leader on memcached)
   79   run: the lock was lost while the command ran; the command was stopped
   126  run: the command could not be executed
   127  run: the command was not found
