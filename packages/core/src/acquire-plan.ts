@@ -9,6 +9,8 @@ export interface AcquirePlan {
   readonly ttlMs: number;
   readonly waitMs: number;
   readonly autoRenew: boolean;
+  /** AcquireOptions.expiringThresholdMs, or the client's default; undefined: a third of the ttl. */
+  readonly expiringThresholdMs?: number | undefined;
   readonly signal: AbortSignal | undefined;
   /** Read, write or permit; undefined for the mutex. */
   readonly kind: LockKind | undefined;

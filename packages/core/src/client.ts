@@ -32,6 +32,7 @@ import { instruments, metricsOn, traced, tracingOn } from './telemetry.js';
 import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import { validateAcquireOptions, validateAgainstCapabilities } from './validation.js';
+import { validateHolds, type ValidateSite } from './validate-hold.js';
 import { waitForTurn } from './wait-for-turn.js';
 
 /**
@@ -227,6 +228,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       waitMs: mayWait ? (options?.waitMs ?? this.defaults.waitMs) : 0,
       // As Redisson's watchdog: renew automatically unless the caller chose a lease length.
       autoRenew: options?.autoRenew ?? (options?.ttlMs === undefined ? this.defaults.autoRenew : false),
+      expiringThresholdMs: options?.expiringThresholdMs ?? this.defaults.expiringThresholdMs,
       signal: options?.signal,
       kind,
     };
@@ -473,6 +475,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       this.expireLease,
       id,
     );
+    if (plan.expiringThresholdMs !== undefined) lease.expiringThresholdMs = plan.expiringThresholdMs;
     this.leases.set(id, lease);
     this.renewer?.add(lease);
     const waitedMs = Date.now() - startedAt;
@@ -514,6 +517,16 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     this.emit('renewed', { key: lease.userKey, owner: lease.owner });
     instruments.renewals.add(1, { backend: backend.name });
   }
+
+  validateHandles(handles: readonly LockHandle[]): Promise<boolean> {
+    return validateHolds(handles, this.validateSite);
+  }
+
+  private readonly validateSite: ValidateSite = {
+    backend: () => this.backendLoading,
+    call: (backend, key, fn) => this.call(backend, 'validate', key, fn),
+    refused: (lease) => this.markLost(lease, 'validate: the server no longer holds this grant (released, expired or taken over)'),
+  };
 
   releaseHandle(handle: LockHandle): Promise<void> {
     const backend = this.loaded;
@@ -645,6 +658,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         instruments.renewals.add(1, { backend: backend.name });
       },
       lost: (lease, reason, cause) => this.markLost(lease, reason, cause),
+      expiring: (lease, remainingMs, error) => this.emit('expiring', { key: lease.userKey, owner: lease.owner, remainingMs, error }),
       failed: (lease, error) =>
         this.reportError(lease.userKey, new BackendUnavailableError('renew', { key: lease.userKey, backend: backend.name, cause: error })),
     });

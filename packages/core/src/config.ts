@@ -90,9 +90,12 @@ function normalize(config: LockClientConfig | undefined): LockClientOptions {
 
 function resolveDefaults(given: Partial<LockDefaults> | undefined): LockDefaults {
   if (given === undefined) return defaultLockDefaults;
-  const unknownName = Object.keys(given).find((name) => !(name in defaultLockDefaults));
+  const unknownName = Object.keys(given).find((name) => !(name in defaultLockDefaults) && name !== 'expiringThresholdMs');
   if (unknownName !== undefined) {
-    throw new InvalidArgumentError(`defaults option "${unknownName}"`, 'unknown option; the defaults are ttlMs, waitMs, autoRenew');
+    throw new InvalidArgumentError(
+      `defaults option "${unknownName}"`,
+      'unknown option; the defaults are ttlMs, waitMs, autoRenew, expiringThresholdMs',
+    );
   }
   validateAcquireOptions('defaults', given, 'config');
   const merged = { ...defaultLockDefaults, ...given };

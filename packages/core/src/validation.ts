@@ -21,7 +21,7 @@ export function unsafeText(text: string): string | undefined {
   return undefined;
 }
 
-const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'autoRenew', 'signal', 'owner']);
+const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'autoRenew', 'signal', 'owner', 'expiringThresholdMs']);
 
 /** Checks what can be checked without the backend: types, ranges, unknown names. No I/O. */
 export function validateAcquireOptions(
@@ -45,6 +45,7 @@ export function validateAcquireOptions(
   }
   checkDuration('ttlMs', record.ttlMs, 1, key, backend);
   checkDuration('waitMs', record.waitMs, 0, key, backend);
+  checkDuration('expiringThresholdMs', record.expiringThresholdMs, 0, key, backend);
   if (record.autoRenew !== undefined && typeof record.autoRenew !== 'boolean') {
     throw new InvalidArgumentError('autoRenew', `expected true or false, got ${describeValue(record.autoRenew)}`, { key, backend });
   }
