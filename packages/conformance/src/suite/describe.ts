@@ -3,6 +3,7 @@ import { resolveOptions, runCase, type ConformanceCase, type ConformanceOptions,
 import { electionCases } from './election.js';
 import { fairCases } from './fair.js';
 import { faultCases } from './faults.js';
+import { fencingCases } from './fencing.js';
 import { hygieneCases } from './hygiene.js';
 import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
@@ -32,6 +33,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   readWrite: readWriteCases,
   semaphore: semaphoreCases,
   fair: fairCases,
+  fencing: fencingCases,
 };
 
 /**
