@@ -38,6 +38,7 @@ const serverFaults = {
 const secret = 'S3cr3t-redis-pw';
 /** Issue 14's hooks on one server: its command count, and a client whose URL carries a password. */
 const singleServerHooks = (mode: string) => ({
+  expireHold: (server: ServerHandle | undefined, fullKey: string) => deleteKeyOn(() => [server!])(fullKey),
   commandCount: (server: ServerHandle | undefined) => redisCommandCount(server!.host, server!.port),
   credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
     secret,
@@ -51,8 +52,14 @@ const singleServerHooks = (mode: string) => ({
 });
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
+import { deleteKeyOn } from './expire-hold.js';
 import { combineMasters } from './masters.js';
 import { redisResidue } from './residue.js';
+
+function hostPort(node: string): { host: string; port: number } {
+  const colon = node.lastIndexOf(':');
+  return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
+}
 
 /** The read-write and semaphore groups run on the single-server and Cluster fair configurations. */
 const primitivesElsewhere = 'CI time: read-write locks and semaphores run on redis:fair and its Cluster configuration';
@@ -81,6 +88,8 @@ if (describeLockConformance === undefined) {
         servers: async () => combineMasters(await startRedisMasters(5)),
         create: (server: ServerHandle, options: { prefix?: string } = {}) =>
           createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes }, ...options }),
+        expireHold: (server: ServerHandle | undefined, fullKey: string) =>
+          deleteKeyOn(() => (server as ReturnType<typeof combineMasters>).nodes.map(hostPort))(fullKey),
         credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
           secret,
           client: createLockClient({
@@ -141,6 +150,7 @@ if (describeLockConformance === undefined) {
         up: (set: RedisSentinelSet) => set.master.up(),
       },
       servers: () => startRedisSentinel(),
+      expireHold: (set: RedisSentinelSet | undefined, fullKey: string) => deleteKeyOn(() => [set!.master])(fullKey),
       create:
         mode === 'fair'
           ? (set: RedisSentinelSet, options: { prefix: string }) =>
