@@ -93,6 +93,8 @@ describeLockConformance({
   // one call and leaves no lock behind once it wakes. Not on the ensemble (all members frozen is the
   // same case for the client, and ~10 s of CI time).
   faults: { pause: (server) => server.pause(), resume: (server) => server.resume() },
+  // A hold ends at the session's local deadline (the last answered request + the session timeout).
+  sessionDeadline: true,
   // Through a TCP proxy whose connections go silent: the session resumes on a new connection after
   // the read timeout (2/3 of the 6 s session). Not on the ensemble: the same client code.
   proxied: {

@@ -98,6 +98,12 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
    * The fencing group's stale-handle cases need it (skipped without).
    */
   expireHold?: (server: S | undefined, fullKey: string) => Promise<void>;
+  /**
+   * A 'session' backend whose holds end at a local deadline it knows (ZooKeeper: the last answered
+   * request + the session timeout, in `grant.validUntil`): the fencing group's jeopardy case, which
+   * needs a deadline that a paused server lets run out, runs on it too. Absent: that case needs a ttl lease.
+   */
+  sessionDeadline?: boolean;
 }
 
 /** The fair (FIFO) group's view of the adapter's queue. */

@@ -122,7 +122,9 @@ function recordJeopardy(client: LockClient, key: string): { name: 'expiring' | '
 
 export const fencingExpiringBeforeLost: ConformanceCase = {
   title: "a paused server: 'expiring' comes before 'lost', with time left, and lock.expiringSignal aborts first",
-  requires: (options) => needsTtl(options) ?? needsFaults('pause', 'resume')(options),
+  requires: (options) =>
+    (options.sessionDeadline === true ? undefined : needsTtl(options)?.concat(' and no options.sessionDeadline')) ??
+    needsFaults('pause', 'resume')(options),
   async run(ctx) {
     const client = ctx.client();
     const ttlMs = Math.max(ctx.ttlMs, 3_000);
