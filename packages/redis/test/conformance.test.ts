@@ -52,7 +52,7 @@ const singleServerHooks = (mode: string) => ({
 });
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
-import { deleteKeyOn } from './expire-hold.js';
+import { deleteKeyInCluster, deleteKeyOn } from './expire-hold.js';
 import { combineMasters } from './masters.js';
 import { redisResidue } from './residue.js';
 
@@ -173,6 +173,7 @@ if (describeLockConformance === undefined) {
       // The 1,000-waiter crowd runs on the single-server configurations; 200 here keep CI time down.
       manyWaiters: 200,
       servers: async () => clusterHandle(await startRedisCluster()),
+      expireHold: (server: ServerHandle | undefined, fullKey: string) => deleteKeyInCluster(server!, fullKey),
       create:
         mode === 'fair'
           ? (server: ServerHandle, options: { prefix: string }) =>

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 
 /**
  * The conformance suite's expireHold hook: the lock key goes (DEL) on every given server, as an
@@ -18,4 +18,15 @@ export function deleteKeyOn(addresses: () => readonly { readonly host: string; r
       }),
     );
   };
+}
+
+/** The same on a Redis Cluster, through its seed node: the key goes on the master that serves its slot. */
+export async function deleteKeyInCluster(seed: { readonly host: string; readonly port: number }, fullKey: string): Promise<void> {
+  const cluster = new Cluster([{ host: seed.host, port: seed.port }], { redisOptions: { maxRetriesPerRequest: 1 } });
+  cluster.on('error', () => undefined);
+  try {
+    await cluster.del(fullKey);
+  } finally {
+    cluster.disconnect();
+  }
 }
