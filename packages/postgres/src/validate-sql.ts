@@ -37,8 +37,17 @@ export async function sessionHoldsLock(session: Session | undefined, id: string)
     const result = await session.query<{ held: boolean }>(holdsOwnLockSql, [id]);
     return result.rows[0]?.held === true;
   } catch (error) {
-    // A session that ended on the way (a statement past its deadline ends it too) let go of its locks.
+    // A session the server ended (pg_terminate_backend, a shutdown) let go of its locks: that is an
+    // answer, given before the client's 'error' event marks the session dead; end it here so every
+    // lock on it is reported lost. A session that ended on the way (past its deadline too): the same.
+    if (endedByServer(error)) session.kill(error as Error);
     if (session.dead) return false;
     throw error;
   }
+}
+
+/** 57P01 admin_shutdown (pg_terminate_backend), 57P02 crash_shutdown, or the connection closed under the statement. */
+function endedByServer(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '57P01' || code === '57P02' || (error instanceof Error && /Connection terminated/i.test(error.message));
 }
