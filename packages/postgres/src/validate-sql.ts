@@ -46,6 +46,15 @@ export async function sessionHoldsLock(session: Session | undefined, id: string)
   }
 }
 
+/**
+ * For holds whose validate is their session's liveness (read-write, permit, term): a session the
+ * server ended answers false, as for a lock; any other failure stays unknown (rethrown).
+ */
+export function falseIfEnded(error: unknown): false {
+  if (endedByServer(error) || endedByServer((error as { cause?: unknown } | null)?.cause)) return false;
+  throw error;
+}
+
 /** 57P01 admin_shutdown (pg_terminate_backend), 57P02 crash_shutdown, or the connection closed under the statement. */
 function endedByServer(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;

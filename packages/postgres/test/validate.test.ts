@@ -66,4 +66,12 @@ describe('postgres:advisory validate', () => {
     expect(await lock.validate()).toBe(false);
     expect(lock.held).toBe(false);
   });
+
+  it('a read hold whose session the server ended validates false', async () => {
+    const locks = client('advisory');
+    const read = await locks.readWriteLock('r').read.acquire();
+    expect(await read.validate()).toBe(true);
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid() AND granted");
+    expect(await read.validate()).toBe(false);
+  });
 });
