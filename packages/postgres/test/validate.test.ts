@@ -1,6 +1,8 @@
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import pg from 'pg';
+// Registers the scheme from the source, so the tests run this checkout's code, not its last build.
+import '../src/index.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 // validate() where the conformance suite does not reach: read, write and permit holds in both modes.
