@@ -27,4 +27,6 @@ describeLockConformance({
   manyWaiters: 10_000,
   // The store counts every operation that reaches it: rejected input must add none.
   commandCount: async () => store.operations,
+  // An early expiry behind the holder's back: the store forgets the entry.
+  expireHold: async (_, fullKey) => store.delete(fullKey),
 });

@@ -11,6 +11,8 @@ export interface AcquirePlan {
   readonly autoRenew: boolean;
   /** Lock-delay asked for (0: none); checked against the backend's capabilities. */
   readonly lockDelayMs: number;
+  /** AcquireOptions.expiringThresholdMs, or the client's default; undefined: a third of the ttl. */
+  readonly expiringThresholdMs?: number | undefined;
   readonly signal: AbortSignal | undefined;
   /** Read, write or permit; undefined for the mutex. */
   readonly kind: LockKind | undefined;

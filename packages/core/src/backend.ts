@@ -186,6 +186,18 @@ export interface LockBackend {
   release(grant: Grant): Promise<boolean>;
 
   /**
+   * One read, no write: true only while this exact grant (its token, not merely its key or owner)
+   * still holds on the server, by the server's clock where it has one; false when it was released,
+   * expired, taken by another or its session ended. Throws when the server cannot be asked. Read,
+   * write and permit grants are told apart by the grant itself, as in renew and release. Absent:
+   * `lock.validate()` refuses with UnsupportedOperationError before any I/O.
+   */
+  validate?(grant: Grant): Promise<boolean>;
+
+  /** validate() for many grants in one round trip per connection (a multi-lock's keys). */
+  validateMany?(grants: readonly Grant[]): Promise<readonly boolean[]>;
+
+  /**
    * Resolves when the lock on `key` may have become free (a release notification), or at the latest
    * after `maxWaitMs`; rejects only on abort. Backends without notifications leave it out and core polls.
    */

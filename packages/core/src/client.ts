@@ -33,6 +33,7 @@ import { instruments, metricsOn, traced, tracingOn } from './telemetry.js';
 import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import { validateAcquireOptions, validateAgainstCapabilities } from './validation.js';
+import { validateHolds, type ValidateSite } from './validate-hold.js';
 import { waitForTurn } from './wait-for-turn.js';
 
 /**
@@ -232,6 +233,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       autoRenew: options?.autoRenew ?? (options?.ttlMs === undefined ? this.defaults.autoRenew : false),
       // The client's default is the plain lock's; a kind refuses only a delay asked for explicitly.
       lockDelayMs: options?.lockDelayMs ?? (kind === undefined ? this.defaults.lockDelayMs : 0),
+      expiringThresholdMs: options?.expiringThresholdMs ?? this.defaults.expiringThresholdMs,
       signal: options?.signal,
       kind,
     };
@@ -488,6 +490,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       this.expireLease,
       id,
     );
+    if (plan.expiringThresholdMs !== undefined) lease.expiringThresholdMs = plan.expiringThresholdMs;
     this.leases.set(id, lease);
     this.renewer?.add(lease);
     const waitedMs = Date.now() - startedAt;
@@ -529,6 +532,16 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     this.emit('renewed', { key: lease.userKey, owner: lease.owner });
     instruments.renewals.add(1, { backend: backend.name });
   }
+
+  validateHandles(handles: readonly LockHandle[]): Promise<boolean> {
+    return validateHolds(handles, this.validateSite);
+  }
+
+  private readonly validateSite: ValidateSite = {
+    backend: () => this.backendLoading,
+    call: (backend, key, fn) => this.call(backend, 'validate', key, fn),
+    refused: (lease) => this.markLost(lease, 'validate: the server no longer holds this grant (released, expired or taken over)'),
+  };
 
   releaseHandle(handle: LockHandle): Promise<void> {
     const backend = this.loaded;
@@ -660,6 +673,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         instruments.renewals.add(1, { backend: backend.name });
       },
       lost: (lease, reason, cause) => this.markLost(lease, reason, cause),
+      expiring: (lease, remainingMs, error) => this.emit('expiring', { key: lease.userKey, owner: lease.owner, remainingMs, error }),
       failed: (lease, error) =>
         this.reportError(lease.userKey, new BackendUnavailableError('renew', { key: lease.userKey, backend: backend.name, cause: error })),
     });

@@ -101,11 +101,11 @@ function normalize(config: LockClientConfig | undefined): LockClientOptions {
 
 function resolveDefaults(given: Partial<LockDefaults> | undefined): LockDefaults {
   if (given === undefined) return defaultLockDefaults;
-  const unknownName = Object.keys(given).find((name) => !(name in defaultLockDefaults));
+  const unknownName = Object.keys(given).find((name) => !(name in defaultLockDefaults) && name !== 'expiringThresholdMs');
   if (unknownName !== undefined) {
     throw new InvalidArgumentError(
       `defaults option "${unknownName}"`,
-      'unknown option; the defaults are ttlMs, waitMs, autoRenew, lockDelayMs',
+      'unknown option; the defaults are ttlMs, waitMs, autoRenew, lockDelayMs, expiringThresholdMs',
     );
   }
   validateAcquireOptions('defaults', given, 'config');

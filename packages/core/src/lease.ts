@@ -13,7 +13,18 @@ export class Lease {
   /** Local time of the next automatic renewal (Infinity without autoRenew). */
   renewDueAt: number;
   renewing = false;
+  /**
+   * How little of the lease may be left, with a renewal failed or unanswered, before the lease is
+   * in jeopardy ('expiring'). Set by the client from the acquire's options.
+   */
+  expiringThresholdMs: number;
+  /** The failure of the last automatic renewal, until one is confirmed. */
+  renewError: Error | undefined;
+  /** In a jeopardy episode: 'expiring' was emitted and no renewal has been confirmed since. */
+  inJeopardy = false;
   private abortController: AbortController | undefined;
+  private jeopardyController: AbortController | undefined;
+  private expiring: AbortSignal | undefined;
 
   /**
    * Made on first use: most locks are released without anyone looking at their signal, and an
@@ -54,6 +65,37 @@ export class Lease {
   ) {
     this.ttlDeadline = this.deadlineFrom(sentAt);
     this.renewDueAt = autoRenew ? sentAt + Math.floor(ttlMs / 3) : Number.POSITIVE_INFINITY;
+    this.expiringThresholdMs = Math.floor(ttlMs / 3);
+  }
+
+  /**
+   * Aborts at the first jeopardy or at the loss, whichever comes first (made on first use, as
+   * `controller`): one signal for work that must stop while there is still time.
+   */
+  get expiringSignal(): AbortSignal {
+    if (this.expiring === undefined) {
+      this.jeopardyController ??= new AbortController();
+      this.expiring = checkedOnRead(AbortSignal.any([this.jeopardyController.signal, this.controller.signal]), () => this.checkClock());
+    }
+    return this.expiring;
+  }
+
+  /** Starts a jeopardy episode: the expiring signal aborts with the renewal's error (once; it never un-aborts). */
+  enterJeopardy(error: Error): void {
+    this.inJeopardy = true;
+    this.jeopardyController ??= new AbortController();
+    if (!this.jeopardyController.signal.aborted) this.jeopardyController.abort(error);
+  }
+
+  /**
+   * Local time from which the lease is in jeopardy: a renewal has failed or is in flight and less
+   * than the threshold is left. Infinity while renewals go through, once in jeopardy, and without
+   * autoRenew (nobody renews: the caller chose the lease length).
+   */
+  get jeopardyAt(): number {
+    if (!this.autoRenew || this.inJeopardy || this.lost || (this.renewError === undefined && !this.renewing))
+      return Number.POSITIVE_INFINITY;
+    return this.expiresAt - this.expiringThresholdMs;
   }
 
   /**
@@ -68,6 +110,9 @@ export class Lease {
   /** Records a confirmed renewal that was sent at `sentAt`. */
   confirmRenewal(sentAt: number): void {
     this.ttlDeadline = this.deadlineFrom(sentAt);
+    // A confirmed renewal ends a jeopardy episode: the next failure may start another.
+    this.renewError = undefined;
+    this.inJeopardy = false;
     if (this.autoRenew) this.renewDueAt = sentAt + Math.floor(this.ttlMs / 3);
   }
 

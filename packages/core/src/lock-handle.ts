@@ -7,6 +7,8 @@ import type { Lock } from './types.js';
 export interface HandleOwner {
   renewHandle(handle: LockHandle): Promise<void>;
   releaseHandle(handle: LockHandle): Promise<void>;
+  /** Whether the server still holds every handle's grant (validate-hold.ts). */
+  validateHandles(handles: readonly LockHandle[]): Promise<boolean>;
   /** The backend's name, for the errors a handle throws itself. */
   readonly backend: string;
 }
@@ -18,7 +20,8 @@ export class LockHandle implements Lock {
 
   constructor(
     readonly lease: Lease,
-    private readonly client: HandleOwner,
+    /** Its client: a multi-lock asks it to validate all its handles in one call. */
+    readonly client: HandleOwner,
   ) {}
 
   get key(): string {
@@ -52,6 +55,15 @@ export class LockHandle implements Lock {
     if (this.lease.lost) throw lossOf(this.lease.controller.signal.reason, context);
   }
 
+  /** The lease's expiring signal: aborts at the first jeopardy or at the loss (lease.ts). */
+  get expiringSignal(): AbortSignal {
+    return this.lease.expiringSignal;
+  }
+
+  validate(): Promise<boolean> {
+    return this.client.validateHandles([this]);
+  }
+
   renew(): Promise<void> {
     return this.client.renewHandle(this);
   }
@@ -76,3 +88,15 @@ function lossOf(reason: unknown, context: { key: string; backend: string }): Loc
 
 // A lock prints as what it is, never as its client (and through it the backend's connections).
 inspectSafely(LockHandle, (lock) => ({ key: lock.key, owner: lock.owner, fence: lock.fence, held: lock.held }));
+
+/**
+ * Validates `locks` together: one call to their client (one round trip per connection where the
+ * backend batches) when they are all handles of one client, else each on its own.
+ */
+export async function validateTogether(locks: readonly Lock[]): Promise<boolean> {
+  const first = locks[0];
+  if (first instanceof LockHandle && locks.every((lock) => lock instanceof LockHandle && lock.client === first.client))
+    return first.client.validateHandles(locks as readonly LockHandle[]);
+  const answers = await Promise.all(locks.map((lock) => lock.validate()));
+  return answers.every(Boolean);
+}

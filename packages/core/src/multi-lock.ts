@@ -2,6 +2,7 @@ import type { AcquireRequest, Grant, LockBackend } from './backend.js';
 import type { AcquirePlan } from './acquire-plan.js';
 import { checkedOnRead } from './clock-signal.js';
 import { InvalidArgumentError, LockLostError, UnsupportedOperationError } from './errors.js';
+import { validateTogether } from './lock-handle.js';
 import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
@@ -236,6 +237,11 @@ class MultiLockHandle implements MultiLock {
 
   async renew(): Promise<void> {
     await Promise.all(this.locks.map((lock) => lock.renew()));
+  }
+
+  async validate(): Promise<boolean> {
+    if (this.releasing !== undefined) return false;
+    return (await validateTogether(this.locks)) && this.releasing === undefined;
   }
 
   release(): Promise<void> {

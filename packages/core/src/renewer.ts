@@ -1,10 +1,13 @@
 import type { LockBackend } from './backend.js';
+import { BackendUnavailableError } from './errors.js';
 import type { Lease } from './lease.js';
 
 export interface RenewerHooks {
   renewed(lease: Lease): void;
   lost(lease: Lease, reason: string, cause?: unknown): void;
   failed(lease: Lease, error: unknown): void;
+  /** The lease entered jeopardy (Lease.jeopardyAt): `remainingMs` of it left, `error` why the renewal failed. */
+  expiring(lease: Lease, remainingMs: number, error: Error): void;
 }
 
 /**
@@ -79,8 +82,9 @@ export class Renewer {
       if (now >= lease.expiresAt) {
         this.leases.delete(lease);
         this.hooks.lost(lease, 'the lease expired before a renewal was confirmed');
-      } else if (!lease.renewing && lease.renewDueAt - now <= lease.ttlMs / 6) {
-        due.push(lease);
+      } else {
+        if (now >= lease.jeopardyAt) this.jeopardy(lease, now);
+        if (!lease.renewing && lease.renewDueAt - now <= lease.ttlMs / 6) due.push(lease);
       }
     }
     if (due.length > 0) void this.renewBatch(due, now);
@@ -90,9 +94,27 @@ export class Renewer {
   private aimAtNext(): void {
     let next = Number.POSITIVE_INFINITY;
     for (const lease of this.leases) {
-      next = Math.min(next, lease.expiresAt, lease.renewing ? Number.POSITIVE_INFINITY : lease.renewDueAt);
+      next = Math.min(next, lease.expiresAt, lease.jeopardyAt, lease.renewing ? Number.POSITIVE_INFINITY : lease.renewDueAt);
     }
     this.aimAt(next);
+  }
+
+  /**
+   * A renewal failed or is still unanswered and less than the threshold is left: 'expiring', once
+   * per episode (a confirmed renewal ends it), while the lease still runs, so there is time to stop.
+   */
+  private jeopardy(lease: Lease, now: number): void {
+    const remainingMs = lease.expiresAt - now;
+    if (remainingMs <= 0) return;
+    const error =
+      lease.renewError ??
+      new BackendUnavailableError('renew', {
+        key: lease.userKey,
+        backend: this.backend.name,
+        cause: new Error(`the renewal has not been answered and ${remainingMs} ms of the lease are left`),
+      });
+    lease.enterJeopardy(error);
+    this.hooks.expiring(lease, remainingMs, error);
   }
 
   private async renewBatch(due: Lease[], sentAt: number): Promise<void> {
@@ -124,8 +146,11 @@ export class Renewer {
         this.hooks.lost(lease, 'a renewal was refused: the lock expired or another owner holds it');
       } else {
         // Unknown outcome: keep trying, sooner, until the local lease deadline declares it lost.
+        lease.renewError = new BackendUnavailableError('renew', { key: lease.userKey, backend: this.backend.name, cause: result });
         this.hooks.failed(lease, result);
         lease.renewDueAt = this.now() + Math.max(10, Math.floor(lease.ttlMs / 10));
+        const now = this.now();
+        if (now >= lease.jeopardyAt && now < lease.expiresAt) this.jeopardy(lease, now);
       }
     }
     this.aimAtNext();

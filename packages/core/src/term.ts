@@ -19,5 +19,6 @@ export function termOf(term: number, id: string, lock: Lock, ended: AbortSignal,
       if (ended.aborted) throw new LockLostError('the term was given up', { key: name, backend, cause: ended.reason });
       lock.assertHeld();
     },
+    validate: async () => !ended.aborted && (await lock.validate()) && !ended.aborted,
   };
 }

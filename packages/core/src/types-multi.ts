@@ -15,6 +15,11 @@ export interface MultiLock extends AsyncDisposable {
   readonly held: boolean;
   /** Throws LockLostError unless every lock is held and within its local deadline: call it just before a protected write. */
   assertHeld(): void;
+  /**
+   * True only while every key's grant still holds on the server (one round trip per connection
+   * where the backend batches); false once released or when any key is gone. See Lock.validate.
+   */
+  validate(): Promise<boolean>;
   /** Renews every lock; rejects with the first LockLostError if any is gone. */
   renew(): Promise<void>;
   /** Releases every lock, in reverse order. Idempotent. */
@@ -43,6 +48,8 @@ export interface Term {
   assertHeld(): void;
   /** Our participant id. */
   readonly id: string;
+  /** True only while the server still holds this term's grant; false once given up or lost. See Lock.validate. */
+  validate(): Promise<boolean>;
 }
 
 /**

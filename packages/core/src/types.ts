@@ -21,6 +21,12 @@ export interface AcquireOptions {
    * (`capabilities.lockDelay`). Default: the client's (0).
    */
   readonly lockDelayMs?: number;
+  /**
+   * When an automatic renewal has failed (or not answered) and less than this much of the lease is
+   * left, 'expiring' is emitted and `lock.expiringSignal` aborts. Default: a third of the ttl.
+   * Keep it below two thirds of the ttl: a renewal is due when two thirds are left.
+   */
+  readonly expiringThresholdMs?: number;
 }
 
 export interface LockDefaults {
@@ -29,6 +35,8 @@ export interface LockDefaults {
   readonly autoRenew: boolean;
   /** Also `?lockDelayMs=` in the URL. */
   readonly lockDelayMs: number;
+  /** See AcquireOptions.expiringThresholdMs. Absent: a third of each lock's ttl. */
+  readonly expiringThresholdMs?: number;
 }
 
 /** A held lock. Release it (or `await using` it); watch `signal` for loss. */
@@ -50,6 +58,22 @@ export interface Lock extends AsyncDisposable {
   /** True until released or lost; false at once when the local lease deadline has passed. */
   readonly held: boolean;
   /**
+   * Asks the server, in one round trip, whether this exact grant still holds (as Chubby checks a
+   * sequencer): false when it was released, expired, taken by another or its session ended (the
+   * lock is then declared lost). A released or lost handle answers false without I/O. The answer
+   * is a point in time: it can be stale when it arrives; only a fence checked by the resource
+   * closes that gap. Rejects with BackendUnavailableError when the server does not answer in time,
+   * UnsupportedOperationError (before any I/O) on a backend that cannot answer.
+   */
+  validate(): Promise<boolean>;
+  /**
+   * Aborts when the lock is in jeopardy (an automatic renewal failed or went unanswered and less
+   * than `expiringThresholdMs` of the lease is left: the 'expiring' event) or lost, whichever comes
+   * first, while there is still time to stop. It never un-aborts: a later successful renewal ends
+   * the jeopardy ('expiring' may come again), not this signal. Reason: the renewal's error or the loss.
+   */
+  readonly expiringSignal: AbortSignal;
+  /**
    * Synchronous check to call just before a protected write: throws LockLostError if the lock was
    * released, is lost, or is past its local lease deadline (say, after a GC pause). It narrows the
    * window, it cannot close it: the resource checking `fence` is the complete answer.
@@ -62,6 +86,12 @@ export interface LockEvents {
   released: [{ key: string; owner: string }];
   renewed: [{ key: string; owner: string }];
   lost: [{ key: string; owner: string; error: Error }];
+  /**
+   * An automatic renewal failed (or has not answered) and less than the threshold of the lease is
+   * left: still held, but 'lost' follows unless a renewal gets through. Once per jeopardy; a
+   * successful renewal ends it. `error` is the renewal's failure.
+   */
+  expiring: [{ key: string; owner: string; remainingMs: number; error: Error }];
   contended: [{ key: string; owner: string; attempt: number }];
   error: [{ key: string | undefined; error: Error }];
 }

@@ -21,7 +21,15 @@ export function unsafeText(text: string): string | undefined {
   return undefined;
 }
 
-const acquireOptionNames: ReadonlySet<string> = new Set(['ttlMs', 'waitMs', 'autoRenew', 'signal', 'owner', 'lockDelayMs']);
+const acquireOptionNames: ReadonlySet<string> = new Set([
+  'ttlMs',
+  'waitMs',
+  'autoRenew',
+  'signal',
+  'owner',
+  'lockDelayMs',
+  'expiringThresholdMs',
+]);
 
 /** Checks what can be checked without the backend: types, ranges, unknown names. No I/O. */
 export function validateAcquireOptions(
@@ -46,6 +54,7 @@ export function validateAcquireOptions(
   checkDuration('ttlMs', record.ttlMs, 1, key, backend);
   checkDuration('waitMs', record.waitMs, 0, key, backend);
   checkDuration('lockDelayMs', record.lockDelayMs, 0, key, backend);
+  checkDuration('expiringThresholdMs', record.expiringThresholdMs, 0, key, backend);
   if (record.autoRenew !== undefined && typeof record.autoRenew !== 'boolean') {
     throw new InvalidArgumentError('autoRenew', `expected true or false, got ${describeValue(record.autoRenew)}`, { key, backend });
   }

@@ -19,6 +19,7 @@ import type { ResolvedMemcachedOptions } from './options.js';
 import { checkPermits } from './permits-record.js';
 import { KeyPoller } from './poller.js';
 import { addReturningCas, deleteIfCas, getWithCas, getWithFlags, setIfCasReturning, type Cas } from './protocol.js';
+import { holdsToken } from './validate.js';
 
 /**
  * What memcached can promise:
@@ -244,6 +245,10 @@ export class MemcachedBackend implements LockBackend {
       if (current === undefined || current.value.toString('utf8') !== grant.token) return false;
       return deleteIfCas(client, key, current.cas);
     });
+  }
+
+  validate(grant: Grant): Promise<boolean> {
+    return this.#run('validate', grant.key, () => holdsToken(this.#connection(), grant));
   }
 
   async #holderRemainingMs(userKey: string): Promise<number | undefined> {

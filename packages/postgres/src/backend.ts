@@ -52,6 +52,8 @@ export class PostgresBackend implements LockBackend {
   ) => Promise<readonly Grant[] | undefined>;
   readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
   readonly leader?: (key: string) => Promise<string | undefined>;
+  readonly validate?: (grant: Grant) => Promise<boolean>;
+  readonly validateMany?: (grants: readonly Grant[]) => Promise<readonly boolean[]>;
 
   private readonly mode: PostgresLockMode;
   private readonly statements: StatementPool;
@@ -103,6 +105,8 @@ export class PostgresBackend implements LockBackend {
     if (mode.orderKeys) this.orderKeys = mode.orderKeys.bind(mode);
     if (mode.tryAcquireMany) this.tryAcquireMany = mode.tryAcquireMany.bind(mode);
     if (mode.acquireMany) this.acquireMany = mode.acquireMany.bind(mode);
+    if (mode.validate) this.validate = mode.validate.bind(mode);
+    if (mode.validateMany) this.validateMany = mode.validateMany.bind(mode);
     if (mode.campaign && mode.leader) {
       this.campaign = mode.campaign.bind(mode);
       this.leader = mode.leader.bind(mode);

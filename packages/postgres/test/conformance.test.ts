@@ -4,6 +4,7 @@ import { createLockClient, type LockClient } from '@deadbolt/core';
 import type { LockBackend } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { advisoryCapabilities, createPostgresBackend, leaseCapabilities, type PostgresBackend } from '../src/index.js';
+import { deleteLeaseRow, terminateHolder } from './expire-hold.js';
 
 const advisoryBackends = new WeakMap<LockClient, LockBackend>();
 
@@ -79,6 +80,8 @@ describeLockConformance<PostgresServerHandle>({
   credentials: (server, config) => credentials(server, config, 'advisory'),
   proxied: proxied('advisory'),
   commandCount: (server) => statementCount(server!),
+  // A session lock ends with its session: the holder's session is terminated.
+  expireHold: terminateHolder,
 });
 
 // Lease clients keep their backend, so the kill hook can crash one (no release, no leave: its rows
@@ -121,4 +124,5 @@ describeLockConformance<PostgresServerHandle>({
   credentials: (server, config) => credentials(server, config, 'lease'),
   proxied: proxied('lease'),
   commandCount: (server) => statementCount(server!),
+  expireHold: deleteLeaseRow,
 });

@@ -30,6 +30,7 @@ import { ReleaseNotifier } from './notifier.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { runScript } from './scripts.js';
 import { TokenSource } from './token.js';
+import { validateGrant } from './validate.js';
 
 /** A connection in subscriber mode can run nothing else: it is a second socket, ours to close. */
 function subscriberOf(connection: Redis | Cluster, clusterOptions: Record<string, unknown> = {}): Redis | Cluster {
@@ -257,6 +258,10 @@ export class RedisBackend implements LockBackend {
 
   release(grant: Grant): Promise<boolean> {
     return this.run('release', grant.key, () => this.modeOf(grant).release(grant));
+  }
+
+  validate(grant: Grant): Promise<boolean> {
+    return this.run('validate', grant.key, () => validateGrant(this.mode, this.kinds, this.commandConnections, this.options.now, grant));
   }
 
   get isClosed(): boolean {

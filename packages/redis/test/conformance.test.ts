@@ -38,6 +38,7 @@ const serverFaults = {
 const secret = 'S3cr3t-redis-pw';
 /** Issue 14's hooks on one server: its command count, and a client whose URL carries a password. */
 const singleServerHooks = (mode: string) => ({
+  expireHold: (server: ServerHandle | undefined, fullKey: string) => deleteKeyOn(() => [server!])(fullKey),
   commandCount: (server: ServerHandle | undefined) => redisCommandCount(server!.host, server!.port),
   credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
     secret,
@@ -51,6 +52,7 @@ const singleServerHooks = (mode: string) => ({
 });
 import { clusterHandle, startRedisCluster } from './cluster.js';
 import { FairClients, suiteWaiterLeaseMs } from './fair-hooks.js';
+import { deleteKeyInCluster, deleteKeyOn } from './expire-hold.js';
 import { combineMasters } from './masters.js';
 import { redisResidue } from './residue.js';
 
@@ -61,6 +63,11 @@ import { redisResidue } from './residue.js';
  * without persistence are a problem of their own, not the candidacy's that this case tests).
  */
 const keepsData = { args: ['--appendonly', 'yes'] };
+
+function hostPort(node: string): { host: string; port: number } {
+  const colon = node.lastIndexOf(':');
+  return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
+}
 
 /** The read-write and semaphore groups run on the single-server and Cluster fair configurations. */
 const primitivesElsewhere = 'CI time: read-write locks and semaphores run on redis:fair and its Cluster configuration';
@@ -89,6 +96,8 @@ if (describeLockConformance === undefined) {
         servers: async () => combineMasters(await startRedisMasters(5)),
         create: (server: ServerHandle, options: { prefix?: string } = {}) =>
           createLockClient({ backend: 'redis', options: { mode, nodes: (server as ReturnType<typeof combineMasters>).nodes }, ...options }),
+        expireHold: (server: ServerHandle | undefined, fullKey: string) =>
+          deleteKeyOn(() => (server as ReturnType<typeof combineMasters>).nodes.map(hostPort))(fullKey),
         credentials: (server: ServerHandle | undefined, { prefix }: { prefix: string }) => ({
           secret,
           client: createLockClient({
@@ -149,6 +158,7 @@ if (describeLockConformance === undefined) {
         up: (set: RedisSentinelSet) => set.master.up(),
       },
       servers: () => startRedisSentinel(keepsData),
+      expireHold: (set: RedisSentinelSet | undefined, fullKey: string) => deleteKeyOn(() => [set!.master])(fullKey),
       create:
         mode === 'fair'
           ? (set: RedisSentinelSet, options: { prefix: string }) =>
@@ -171,6 +181,7 @@ if (describeLockConformance === undefined) {
       // The 1,000-waiter crowd runs on the single-server configurations; 200 here keep CI time down.
       manyWaiters: 200,
       servers: async () => clusterHandle(await startRedisCluster()),
+      expireHold: (server: ServerHandle | undefined, fullKey: string) => deleteKeyInCluster(server!, fullKey),
       create:
         mode === 'fair'
           ? (server: ServerHandle, options: { prefix: string }) =>

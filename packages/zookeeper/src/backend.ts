@@ -26,6 +26,7 @@ import { runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
 import { runReadWriteRecipe } from './rw-recipe.js';
 import { leasesChild, locksChild, runSemaphoreRecipe } from './semaphore-recipe.js';
 import { ZooKeeperSession } from './session.js';
+import { nodeIsGrant } from './validate.js';
 
 /**
  * CP (a quorum orders every create), fenced by the node's czxid (the ensemble-wide transaction id
@@ -183,6 +184,11 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
       const client = await this.session.ready(Date.now() + this.options.operationTimeoutMs, grant.key);
       return (await stat(client, grant.token, Date.now() + this.options.operationTimeoutMs)) !== undefined;
     });
+  }
+
+  validate(grant: Grant): Promise<boolean> {
+    const deadline = Date.now() + this.options.operationTimeoutMs;
+    return this.guard('validate', grant.key, async () => nodeIsGrant(await this.session.ready(deadline, grant.key), grant, deadline));
   }
 
   /** Core's auto-renew batch: every node checked in one multi request per 500 locks. */

@@ -2,7 +2,7 @@ import { describeLockConformance } from '@deadbolt/conformance';
 import { startZooKeeper, startZooKeeperEnsemble, zooKeeperPacketsReceived, type ServerHandle } from '@deadbolt/conformance/servers';
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import { createZooKeeperBackend, encodeKey, zooKeeperCapabilities, type ZooKeeperBackend } from '../src/index.js';
-import { children, connectStringOf, rawClient } from './support.js';
+import { children, connectStringOf, rawClient, removeNode } from './support.js';
 
 /** The ensemble as one handle: its url lists every member; faults hit the whole ensemble. */
 async function ensembleHandle(): Promise<ServerHandle> {
@@ -49,6 +49,21 @@ const residue = async (server: ServerHandle | undefined, keyPrefix: string): Pro
     await raw.dispose();
   }
 };
+/** The suite's expireHold: every node under the key's path goes (leaves first), as a session expiry takes them. */
+const expireHold = async (server: ServerHandle | undefined, fullKey: string): Promise<void> => {
+  const raw = await rawClient(connectStringOf(server!.url));
+  try {
+    const removeBelow = async (path: string): Promise<void> => {
+      for (const name of await children(raw, path)) {
+        await removeBelow(`${path}/${name}`);
+        await removeNode(raw, `${path}/${name}`);
+      }
+    };
+    await removeBelow(`${basePath}/${encodeKey(fullKey)}`);
+  } finally {
+    await raw.dispose();
+  }
+};
 // Each held lock is a logged znode write: 500 locks show the scale behaviour in seconds, not minutes.
 // Server faults are covered by test/ensemble.test.ts and test/recipe.test.ts (leader loss, expiry).
 // Every waiter is a sequential node with a watch on its predecessor. Since a client's concurrent
@@ -61,6 +76,7 @@ const common = {
   scaleLocks: 500,
   kill,
   residue,
+  expireHold,
   chaosOperations: 100,
   manyWaiters: 300,
   // The path node's data records a semaphore's permits (permits-node.ts).
@@ -85,6 +101,8 @@ describeLockConformance({
     down: (server) => server.down(),
     up: (server) => server.up(),
   },
+  // A hold ends at the session's local deadline (the last answered request + the session timeout).
+  sessionDeadline: true,
   // Through a TCP proxy whose connections go silent: the session resumes on a new connection after
   // the read timeout (2/3 of the 6 s session). Not on the ensemble: the same client code.
   proxied: {

@@ -92,6 +92,18 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
     readonly target: (server: S | undefined) => { readonly host: string; readonly port: number };
     readonly create: (server: S | undefined, proxy: TcpProxy, config: { prefix: string }) => LockClient;
   };
+  /**
+   * Ends every hold of the mutex (or election) on `fullKey` on the server, behind its holder's back,
+   * as an early expiry or a failover would (DEL the key, delete the row or node, end the session).
+   * The fencing group's stale-handle cases need it (skipped without).
+   */
+  expireHold?: (server: S | undefined, fullKey: string) => Promise<void>;
+  /**
+   * A 'session' backend whose holds end at a local deadline it knows (ZooKeeper: the last answered
+   * request + the session timeout, in `grant.validUntil`): the fencing group's jeopardy case, which
+   * needs a deadline that a paused server lets run out, runs on it too. Absent: that case needs a ttl lease.
+   */
+  sessionDeadline?: boolean;
 }
 
 /** The fair (FIFO) group's view of the adapter's queue. */
@@ -172,6 +184,8 @@ export interface CaseContext {
   proxyTarget(): { readonly host: string; readonly port: number };
   /** A new client that connects through `proxy` (options.proxied), on the case prefix. Closed by the runner. */
   proxiedClient(proxy: TcpProxy): LockClient;
+  /** Ends the holds of `key` (a key of this case: the prefix is added) on the server (options.expireHold); throws when missing. */
+  expireHold(key: string): Promise<void>;
 }
 
 /** A case: a plain async function, plus when it applies. */
@@ -245,6 +259,10 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
       const client = resolved.proxied.create(server, proxy, { prefix });
       clients.push(client);
       return client;
+    },
+    async expireHold(key) {
+      if (!resolved.expireHold) throw new Error(`options.expireHold missing for ${resolved.name}`);
+      await untracked(() => resolved.expireHold!(server, prefix + key));
     },
   };
   let failure: { error: unknown } | undefined;

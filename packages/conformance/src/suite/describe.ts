@@ -5,6 +5,7 @@ import { electionLeaderCases } from './election-leader.js';
 import { electionOutageCases } from './election-outage.js';
 import { fairCases } from './fair.js';
 import { faultCases } from './faults.js';
+import { fencingCases } from './fencing.js';
 import { hygieneCases } from './hygiene.js';
 import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
@@ -36,6 +37,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   readWrite: readWriteCases,
   semaphore: semaphoreCases,
   fair: fairCases,
+  fencing: fencingCases,
 };
 
 /**

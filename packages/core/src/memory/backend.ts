@@ -135,6 +135,19 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
     return true;
   }
 
+  /** The entry's token is this grant's, and its lease runs (the store's clock is the server's here). */
+  async validate(grant: Grant): Promise<boolean> {
+    this.touch();
+    const now = Date.now();
+    if (isQueuedGrant(grant)) return this.store.queued.holds(grant, now);
+    return this.store.live(grant.key, now)?.token === grant.token;
+  }
+
+  /** One synchronous step for every grant (a multi-lock). */
+  async validateMany(grants: readonly Grant[]): Promise<readonly boolean[]> {
+    return Promise.all(grants.map((grant) => this.validate(grant)));
+  }
+
   async release(grant: Grant): Promise<boolean> {
     this.touch();
     if (isQueuedGrant(grant)) return this.store.queued.release(grant, Date.now());

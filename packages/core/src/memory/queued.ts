@@ -101,6 +101,12 @@ export class QueuedLocks {
     return true;
   }
 
+  /** Whether this exact hold is still in its entry, its lease running. */
+  holds(grant: QueuedGrant, now: number): boolean {
+    const holder = this.entries.get(grant.entry)?.holders.get(grant.token);
+    return holder !== undefined && holder.expiresAt > now;
+  }
+
   release(grant: QueuedGrant, now: number): boolean {
     const entry = this.entries.get(grant.entry);
     if (!entry) return false;

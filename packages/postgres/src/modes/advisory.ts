@@ -14,6 +14,7 @@ import pg from 'pg';
 import { isAlreadyExists } from '../connect.js';
 import { fenceNames, fenceOf, fenceSchema, readEpoch, type FenceNames } from '../fence.js';
 import { advisoryLockId } from '../key-hash.js';
+import { falseIfEnded, sessionHoldsLock } from '../validate-sql.js';
 import type { ResolvedPostgresOptions } from '../options.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { localTokens } from '../token.js';
@@ -317,6 +318,15 @@ export class AdvisoryMode implements PostgresLockMode {
       const session = this.grants.get(grant.token)?.session;
       return session !== undefined && alive.get(session) === true && !session.dead;
     });
+  }
+
+  /** A lock: its own session still holds it (validate-sql.ts). Read-write, permit and term holds: their session lives (renew). */
+  validate(grant: Grant): Promise<boolean> {
+    if (isReadWriteGrant(grant) || this.election.owns(grant)) return this.renew(grant).catch(falseIfEnded);
+    const claim = this.grants.get(grant.token);
+    return sessionHoldsLock(claim?.session, claim?.id ?? '0').catch((error: unknown) =>
+      Promise.reject(this.unavailable('validate', grant.key, error)),
+    );
   }
 
   async release(grant: Grant): Promise<boolean> {

@@ -13,6 +13,7 @@ import { kindsSql } from '../kinds-sql.js';
 import { grantChannelPrefix } from '../listen-session.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
+import { leaseValidateParams, leaseValidateSql } from '../validate-sql.js';
 import { grantOf, LeaseQueue, validFrom } from './lease-queue.js';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
@@ -66,6 +67,7 @@ export class LeaseMode implements PostgresLockMode {
   private readonly kinds: ReturnType<typeof kindsSql>;
   private readonly election: LeaseElection;
   private readonly queue: LeaseQueue;
+  private readonly validateSql: string;
   /** This client's grant channel: one per backend, never per key. */
   private readonly channel = `${grantChannelPrefix}${randomBytes(12).toString('hex')}`;
 
@@ -73,6 +75,7 @@ export class LeaseMode implements PostgresLockMode {
     const { options, statements } = context;
     this.sql = leaseSql(options.table, options.schema);
     this.kinds = kindsSql(options.table, options.schema);
+    this.validateSql = leaseValidateSql(options.table, options.schema);
     statements.requireSchema(this.sql.schema, this.sql.probe);
     statements.requireSchema(this.kinds.schema, this.kinds.probe);
     this.election = new LeaseElection({
@@ -150,6 +153,17 @@ export class LeaseMode implements PostgresLockMode {
       if (ok) this.queue.extended(grant, sentAt, ttlMs[index]!);
       return ok;
     });
+  }
+
+  async validate(grant: Grant): Promise<boolean> {
+    return (await this.validateMany([grant]))[0] === true;
+  }
+
+  /** Every grant's row in one statement (validate-sql.ts), by the server's clock. */
+  async validateMany(grants: readonly Grant[]): Promise<readonly boolean[]> {
+    const key = grants.length === 1 ? grants[0]!.key : undefined;
+    const result = await this.context.statements.query<{ held: boolean }>('validate', key, this.validateSql, leaseValidateParams(grants));
+    return grants.map((_, index) => result.rows[index]?.held === true);
   }
 
   async release(grant: Grant): Promise<boolean> {

@@ -30,6 +30,9 @@ export interface PostgresLockMode {
   renew(grant: Grant, ttlMs: number): Promise<boolean>;
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]>;
   release(grant: Grant): Promise<boolean>;
+  /** See LockBackend.validate: one read, true only while this exact grant holds (validate-sql.ts). */
+  validate?(grant: Grant): Promise<boolean>;
+  validateMany?(grants: readonly Grant[]): Promise<readonly boolean[]>;
   orderKeys?(fullKeys: readonly string[]): readonly string[];
   tryAcquireMany?(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult>;
   acquireMany?(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined>;
