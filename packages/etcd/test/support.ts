@@ -1,0 +1,69 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { Etcd3 } from 'etcd3';
+
+/** `etcd://h:p,h:p` to the `host:port,...` that etcdctl's --endpoints takes. */
+export function endpointsOf(url: string): string {
+  return url.replace(/^etcds?:\/\//, '').replace(/[/?].*$/, '');
+}
+
+/** A plain etcd3 client on the same server, to look at what the adapter wrote. */
+export function rawClient(url: string): Etcd3 {
+  return new Etcd3({
+    hosts: endpointsOf(url)
+      .split(',')
+      .map((hostPort) => `http://${hostPort}`),
+  });
+}
+
+/** Every key under `prefix` with its create_revision and value, oldest first. */
+export async function contenders(raw: Etcd3, prefix: string): Promise<{ key: string; revision: number; value: string }[]> {
+  const response = await raw.getAll().prefix(prefix).sort('Create', 'Ascend').exec();
+  return response.kvs.map((kv) => ({ key: kv.key.toString(), revision: Number(kv.create_revision), value: kv.value.toString() }));
+}
+
+/** A running etcdctl whose stdout is collected; `printed(pattern)` resolves when it appears. */
+export interface Etcdctl {
+  readonly child: ChildProcess;
+  output(): string;
+  printed(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  exited(): Promise<number | null>;
+}
+
+export function etcdctl(url: string, args: readonly string[]): Etcdctl {
+  const child = spawn('/usr/bin/etcdctl', [`--endpoints=${endpointsOf(url)}`, ...args], {
+    env: { ...process.env, ETCDCTL_API: '3' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const waiters = new Set<() => void>();
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const waiter of waiters) waiter();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    printed(pattern, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const match = pattern.exec(out);
+          if (match === null) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(match[0]);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`etcdctl ${args.join(' ')} did not print ${pattern} within ${timeoutMs} ms; it printed: ${out}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    exited: () => exit,
+  };
+}
