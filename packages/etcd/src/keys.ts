@@ -4,9 +4,18 @@
  * lease; the contender with the lowest create_revision under the prefix holds it.
  */
 
-/** The contenders' prefix of a lock or election (Go: `pfx + "/"`). */
+/**
+ * The contenders' prefix of a lock or election (Go: `pfx + "/"`). A '/' inside the name is
+ * percent-encoded (and '%' itself, so the mapping stays one-to-one): otherwise the prefix `a/` of
+ * lock `a` would hold the contenders of lock `a/b` too, and the two would exclude each other, as
+ * they do in Go. Every name without '/' and '%' is used as it is, so `etcdctl lock <name>` meets it.
+ */
 export function contendersPrefix(namespace: string, name: string): string {
-  return `${namespace}${name}/`;
+  return `${namespace}${encodeName(name)}/`;
+}
+
+export function encodeName(name: string): string {
+  return name.includes('/') || name.includes('%') ? name.replace(/%/g, '%25').replace(/\//g, '%2F') : name;
 }
 
 /** A lease id (etcd3 gives int64 as a decimal string) as Go's `%x` prints it: lower-case hex, no padding. */

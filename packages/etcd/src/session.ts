@@ -119,6 +119,11 @@ export class SessionLease {
     this.armExpiry();
   }
 
+  /** Ends the lease here and reports it lost (close, or a keep-alive that came too late). */
+  end(cause: Error): void {
+    this.fail(cause);
+  }
+
   private fail(cause: Error): void {
     if (this.lost) return;
     this.lost = true;
@@ -154,13 +159,15 @@ export class EtcdSession {
     return () => this.listeners.delete(listener);
   }
 
-  /** Stops the keep-alives and revokes the lease (our keys go at once), within one call's deadline. */
+  /**
+   * Stops the keep-alives and revokes the lease (our keys go at once), within one call's deadline.
+   * Every hold that rode the lease is reported lost first: it ends whether or not the revoke lands.
+   */
   async close(): Promise<void> {
     const lease = this.current ?? (await this.granting?.catch(() => undefined));
     this.current = undefined;
     if (lease === undefined || lease.lost) return;
-    lease.lost = true;
-    lease.stop();
+    lease.end(new LeaseLostError('the etcd backend was closed: its lease is revoked'));
     await this.client.leaseClient.leaseRevoke({ ID: lease.id }, callOptions(this.options)).catch(() => undefined);
   }
 

@@ -40,6 +40,7 @@ export {
 export { freePort } from './ports.js';
 export { startProxy, type TcpProxy } from './tcp-proxy.js';
 export {
+  etcdRequestCount,
   memcachedCommandCount,
   postgresStatementCount,
   redisCommandCount,
