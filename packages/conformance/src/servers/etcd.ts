@@ -12,8 +12,11 @@ const defaultReadyMs = 60_000;
 /** The image the shared containers kit builds (Debian's etcd 3.4.23, laid out as the official one). */
 const image = 'quay.io/coreos/etcd:v3.4.23';
 
-/** The container command of member `name` of `cluster` (aliases on a user network), client port 2379. */
-function containerCommand(name: string, cluster: string, token: string): string[] {
+/**
+ * The container command of member `name` of `cluster`, client port 2379. `advertised` is how the
+ * other members reach it: its alias on a user network, or localhost for a single member.
+ */
+function containerCommand(name: string, advertised: string, cluster: string, token: string): string[] {
   return [
     'etcd',
     '--name',
@@ -23,11 +26,11 @@ function containerCommand(name: string, cluster: string, token: string): string[
     '--listen-client-urls',
     'http://0.0.0.0:2379',
     '--advertise-client-urls',
-    `http://${name}:2379`,
+    `http://${advertised}:2379`,
     '--listen-peer-urls',
     'http://0.0.0.0:2380',
     '--initial-advertise-peer-urls',
-    `http://${name}:2380`,
+    `http://${advertised}:2380`,
     '--initial-cluster',
     cluster,
     '--initial-cluster-token',
@@ -47,7 +50,9 @@ export async function startEtcd(options?: StartOptions): Promise<ServerHandle> {
       kind: 'etcd',
       image,
       containerPort: 2379,
-      command: containerCommand('etcd1', 'etcd1=http://localhost:2380', 'deadbolt'),
+      // 127.0.0.1, not localhost: in the image localhost resolved to the container's address, which etcd
+      // then found missing from --initial-cluster.
+      command: containerCommand('etcd1', '127.0.0.1', 'etcd1=http://127.0.0.1:2380', 'deadbolt'),
       url: etcdUrl,
       probe: probeEtcd,
       readyTimeoutMs,
@@ -82,7 +87,7 @@ export async function startEtcdCluster(size = 3, options?: StartOptions): Promis
             kind: 'etcd',
             image,
             containerPort: 2379,
-            command: containerCommand(name, cluster, token),
+            command: containerCommand(name, name, cluster, token),
             network: { network: owned.network, alias: name },
             url: etcdUrl,
             probe: probeEtcd,
