@@ -60,6 +60,17 @@ describeLockConformance({
   ...common,
   // gRPC calls started on the member: rejected bad input must start none.
   commandCount: (server) => etcdRequestCount(server!.host, server!.port),
-  faults: { pause: (server) => server.pause(), resume: (server) => server.resume() },
+  faults: {
+    pause: (server) => server.pause(),
+    resume: (server) => server.resume(),
+    restart: (server) => server.restart(),
+    down: (server) => server.down(),
+    up: (server) => server.up(),
+  },
+  // Through a TCP proxy whose connections go silent: gRPC keepalive pings find the dead connection.
+  proxied: {
+    target: (server) => ({ host: server!.host, port: server!.port }),
+    create: (server, proxy, { prefix }) => clientOn(proxy.rewrite(server!.url), prefix),
+  },
 });
 describeLockConformance({ name: 'etcd (3-member cluster)', servers: clusterHandle, ...common });
