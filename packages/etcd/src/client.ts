@@ -35,32 +35,55 @@ export function createEtcdClient(options: ResolvedEtcdOptions): Etcd3 {
 }
 
 /** The parts of etcd3's and grpc-js's private state that closeServicesAtOnce reaches into. */
-interface GrpcService {
-  close(): void;
-  getChannel(): { internalChannel?: { subchannelPool?: { pool?: Record<string, { subchannel?: Subchannel }[]> } } };
+interface Http2Session {
+  readonly destroyed: boolean;
+  destroy(): void;
 }
 interface Subchannel {
   continueConnecting?: boolean;
   startConnecting?: () => void;
+  transport?: { session?: Http2Session | null } | null;
+  /** Its connect in progress: the session waits there for the server's SETTINGS. */
+  connector?: { session?: Http2Session | null };
+}
+interface GrpcService {
+  close(): void;
+  getChannel(): { internalChannel?: { subchannelPool?: { pool?: Record<string, { subchannel?: Subchannel }[]> } } };
 }
 interface PoolHost {
   cachedServices: Record<string, GrpcService | undefined>;
   resetAllServices(): void;
+  close(): void;
 }
 
+/** How long a reset client's connection may take to close gracefully before it is destroyed. */
+const closeGraceMs = 1_000;
+
 /**
- * Closing etcd3's gRPC clients so that no socket outlives them. Two private behaviours leaked
- * connections after close() when a member was down (7 established sockets to it once it was back):
+ * Closing etcd3's gRPC clients so that no socket outlives them. Three private behaviours leaked
+ * connections after close():
  * - etcd3 resets a member's clients after each failed call, and closes one that is still connecting
  *   only once it is ready or a second has passed (a workaround for grpc-js 1.1);
  * - grpc-js 1.14 leaves a closed channel's subchannel in its reconnect backoff with
- *   `continueConnecting` set, so when the backoff ends it connects again, for nobody, and stays.
- * So: close at once, and stop the channel's own subchannels (a local subchannel pool, so that they
- * are this channel's alone) from ever connecting again. Only this client's hosts are changed.
+ *   `continueConnecting` set, so when the backoff ends it connects again, for nobody, and stays
+ *   (a member down at close: 7 established sockets to it once it was back);
+ * - a channel closes its HTTP/2 session gracefully, which a silent link (no bytes, no close) or a
+ *   frozen member never lets finish, nor a connect still waiting for the member's SETTINGS: the
+ *   socket stayed open until the kernel gave up on it.
+ * So: close at once, stop the channel's own subchannels (a local subchannel pool, so they are this
+ * channel's alone) from connecting again, and destroy a session still open a second later, or at
+ * once when the whole client closes. Only this client's hosts are changed.
  */
 function closeServicesAtOnce(client: Etcd3): void {
   const hosts = (client as unknown as { pool?: { hosts?: PoolHost[] } }).pool?.hosts ?? [];
+  const closing = new Set<Http2Session>();
+  const destroy = (session: Http2Session): void => {
+    closing.delete(session);
+    // `closed` is set as soon as a graceful close begins; only `destroyed` says the socket is gone.
+    if (!session.destroyed) session.destroy();
+  };
   for (const host of hosts) {
+    const closeHost = host.close.bind(host);
     host.resetAllServices = () => {
       const services = Object.values(host.cachedServices);
       host.cachedServices = Object.create(null) as PoolHost['cachedServices'];
@@ -68,15 +91,25 @@ function closeServicesAtOnce(client: Etcd3): void {
         if (service === undefined) continue;
         // Taken before close(): closing drops the unused ones from the pool, still connecting.
         const pool = service.getChannel().internalChannel?.subchannelPool?.pool ?? {};
-        const subchannels = Object.values(pool).flatMap((entries) => entries.map((entry) => entry.subchannel));
+        const subchannels = Object.values(pool).flatMap((entries) => entries.flatMap((entry) => entry.subchannel ?? []));
+        const sessions = subchannels.flatMap((subchannel) =>
+          [subchannel.transport?.session, subchannel.connector?.session].flatMap((each) => each ?? []),
+        );
         service.close();
         for (const subchannel of subchannels) {
-          if (subchannel === undefined) continue;
           // The load balancer may still ask it to connect on the next tick: nothing may now.
           subchannel.startConnecting = () => undefined;
           subchannel.continueConnecting = false;
         }
+        for (const session of sessions) {
+          closing.add(session);
+          setTimeout(() => destroy(session), closeGraceMs).unref();
+        }
       }
+    };
+    host.close = () => {
+      closeHost();
+      for (const session of [...closing]) destroy(session);
     };
   }
 }

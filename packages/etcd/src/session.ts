@@ -48,7 +48,7 @@ export class SessionLease {
     clearInterval(this.beat);
     clearTimeout(this.expiry);
     clearTimeout(this.reopen);
-    this.stream?.end();
+    if (this.stream !== undefined) closeStream(this.stream);
     this.stream = undefined;
   }
 
@@ -74,7 +74,7 @@ export class SessionLease {
     this.client.leaseClient.leaseKeepAlive().then(
       (stream) => {
         if (this.lost) {
-          stream.end();
+          closeStream(stream);
           return;
         }
         this.stream = stream;
@@ -130,6 +130,17 @@ export class SessionLease {
     this.stop();
     this.lose(this, cause);
   }
+}
+
+/**
+ * Ends a keep-alive stream at once. end() alone half-closes it and waits for the server's end, which
+ * a silent link never brings (its connection then outlived close()); cancel() alone made etcd3 take
+ * the cancellation for a failed member and reset every client of it. end() first, so the stream is
+ * no longer writable and etcd3 ignores its error, then cancel().
+ */
+function closeStream(stream: { end(): void; cancel(): void }): void {
+  stream.end();
+  stream.cancel();
 }
 
 /** Grants the lease on first use, and a new one after a loss; close() revokes it. */
