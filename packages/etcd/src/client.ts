@@ -1,5 +1,5 @@
 import { noop } from 'cockatiel';
-import { Etcd3, type IOptions } from 'etcd3';
+import { Etcd3, GRPCCancelledError, type IOptions } from 'etcd3';
 import type { ResolvedEtcdOptions } from './options.js';
 
 /**
@@ -31,6 +31,7 @@ export function createEtcdClient(options: ResolvedEtcdOptions): Etcd3 {
   };
   const client = new Etcd3(config);
   closeServicesAtOnce(client);
+  ignoreOwnCancellations(client);
   return client;
 }
 
@@ -113,6 +114,25 @@ function closeServicesAtOnce(client: Etcd3): void {
     };
   }
 }
+
+/**
+ * etcd3 takes any error of a stream for a failed member and resets every gRPC client of it, failing
+ * the calls in flight there ("Channel closed before call started"). The watch stream's error when
+ * our last watcher of it is cancelled is such an error: in a 3-member cluster it failed the campaign
+ * that had just seen its predecessor go. A cancellation is ours, never the member's: ignore it.
+ */
+function ignoreOwnCancellations(client: Etcd3): void {
+  const pool = (client as unknown as { pool?: { markFailed?: (resource: unknown, error: unknown) => void } }).pool;
+  const markFailed = pool?.markFailed?.bind(pool);
+  if (pool === undefined || markFailed === undefined) return;
+  pool.markFailed = (resource, error) => {
+    if (error instanceof GRPCCancelledError || (error as { code?: unknown } | undefined)?.code === grpcCancelled) return;
+    markFailed(resource, error);
+  };
+}
+
+/** gRPC status CANCELLED. */
+const grpcCancelled = 1;
 
 /** gRPC call options for one unary call: its deadline (never past `deadline`, never past callTimeoutMs). */
 export function callOptions(options: ResolvedEtcdOptions, deadline = Date.now() + options.callTimeoutMs): { deadline: number } {
