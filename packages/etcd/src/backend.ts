@@ -58,7 +58,8 @@ export class EtcdBackend implements ElectionBackend {
   /** Queueing is the same txn as a plain attempt. */
   readonly acquireQueuesAtOnce = true;
   readonly boundsCalls = true;
-  readonly client: Etcd3;
+  // Private: its options carry the credentials.
+  private readonly client: Etcd3;
   private readonly session: EtcdSession;
   private readonly held = new HeldKeys();
   /** Every live grant by lease id, with its onLost: a lost lease loses them all. */

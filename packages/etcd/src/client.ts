@@ -1,5 +1,5 @@
 import { noop } from 'cockatiel';
-import { Etcd3, GRPCCancelledError, type IOptions } from 'etcd3';
+import { castGrpcError, Etcd3, GRPCCancelledError, type IOptions } from 'etcd3';
 import type { ResolvedEtcdOptions } from './options.js';
 
 /**
@@ -32,6 +32,7 @@ export function createEtcdClient(options: ResolvedEtcdOptions): Etcd3 {
   const client = new Etcd3(config);
   closeServicesAtOnce(client);
   ignoreOwnCancellations(client);
+  closeAuthClients(client);
   return client;
 }
 
@@ -129,6 +130,43 @@ function ignoreOwnCancellations(client: Etcd3): void {
     if (error instanceof GRPCCancelledError || (error as { code?: unknown } | undefined)?.code === grpcCancelled) return;
     markFailed(resource, error);
   };
+}
+
+interface AuthService {
+  authenticate(
+    request: { name: string; password: string },
+    options: object,
+    callback: (error: Error | null, response?: { token: string }) => void,
+  ): void;
+  close(): void;
+}
+type AuthServiceClass = new (address: string, credentials: unknown, options: object) => AuthService;
+
+/**
+ * etcd3 fetches an auth token with a gRPC client of its own that it never closes: its connection
+ * outlived close() (one socket per client with `user:password@`). Same call, on a client that is
+ * closed once the token is there. The constructor is the one etcd3 uses for its other Auth calls.
+ */
+function closeAuthClients(client: Etcd3): void {
+  const pool = client as unknown as {
+    pool?: {
+      hosts?: { getServiceClient(name: string): object }[];
+      authenticator?: { getCredentialsFromHost?: (...args: [string, string, string, object | undefined, unknown]) => Promise<string> };
+    };
+  };
+  const authenticator = pool.pool?.authenticator;
+  const host = pool.pool?.hosts?.[0];
+  if (authenticator?.getCredentialsFromHost === undefined || host === undefined) return;
+  authenticator.getCredentialsFromHost = (address, name, password, options, credentials) =>
+    new Promise((resolve, reject) => {
+      const Auth = host.getServiceClient('Auth').constructor as AuthServiceClass;
+      const service = new Auth(address, credentials, { 'grpc.use_local_subchannel_pool': 1 });
+      service.authenticate({ name, password }, options ?? {}, (error, response) => {
+        service.close();
+        if (error !== null || response === undefined) reject(castGrpcError(error ?? new Error('no token')));
+        else resolve(response.token);
+      });
+    });
 }
 
 /** gRPC status CANCELLED. */

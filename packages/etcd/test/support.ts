@@ -1,17 +1,36 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { Etcd3 } from 'etcd3';
 
-/** `etcd://h:p,h:p` to the `host:port,...` that etcdctl's --endpoints takes. */
+/** `etcd://[u:p@]h:p,h:p` to the `host:port,...` that etcdctl's --endpoints takes. */
 export function endpointsOf(url: string): string {
-  return url.replace(/^etcds?:\/\//, '').replace(/[/?].*$/, '');
+  return url
+    .replace(/^etcds?:\/\//, '')
+    .replace(/^[^@/]*@/, '')
+    .replace(/[/?].*$/, '');
 }
 
-/** A plain etcd3 client on the same server, to look at what the adapter wrote. */
+/** A plain etcd3 client on the same server, to look at what the adapter wrote (as the URL's user, if any). */
 export function rawClient(url: string): Etcd3 {
+  const credentials = /^etcds?:\/\/([^:@/]+):([^@/]+)@/.exec(url);
   return new Etcd3({
     hosts: endpointsOf(url)
       .split(',')
       .map((hostPort) => `http://${hostPort}`),
+    ...(credentials
+      ? { auth: { username: decodeURIComponent(credentials[1] ?? ''), password: decodeURIComponent(credentials[2] ?? '') } }
+      : {}),
+  });
+}
+
+/** Runs etcdctl to completion (e.g. to set up users), rejecting with its output when it fails. */
+export function runEtcdctl(url: string, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      '/usr/bin/etcdctl',
+      [`--endpoints=${endpointsOf(url)}`, ...args],
+      { env: { ...process.env, ETCDCTL_API: '3' } },
+      (error, stdout, stderr) => (error ? reject(new Error(`etcdctl ${args[0]} failed: ${stderr}`)) : resolve(stdout)),
+    );
   });
 }
 
