@@ -35,7 +35,6 @@ export const etcdCapabilities: Capabilities = Object.freeze({
   minTtlMs: 1,
   // etcd's default request limit is 1.5 MiB; this keeps keys readable and txns small.
   maxKeyBytes: 1024,
-  fair: true,
   election: true,
   readWrite: false,
   semaphore: false,

@@ -131,7 +131,16 @@ export async function waitForPredecessors(
   }
 }
 
-/** Resolves true when `key` is deleted at or after `fromRevision`, false at the deadline or on abort. */
+/**
+ * How often a waiter looks again without news: a watch that failed (its start revision compacted
+ * away, say) or an event that never came must not leave it waiting until its deadline.
+ */
+const recheckMs = 5_000;
+
+/**
+ * Resolves true when `key` may be gone (its delete event, a watch error, or `recheckMs` without
+ * news: the caller then reads the queue again), false at the deadline or on abort.
+ */
 async function waitForDelete(client: Etcd3, key: Buffer, fromRevision: string, deadline: number, signal: AbortSignal): Promise<boolean> {
   // An abort during the range before this: a listener added now would never hear it.
   if (signal.aborted) return false;
@@ -139,15 +148,17 @@ async function waitForDelete(client: Etcd3, key: Buffer, fromRevision: string, d
   const watcher = client.watch().key(key).startRevision(fromRevision).only('delete').watcher();
   try {
     return await new Promise<boolean>((resolve) => {
-      const finish = (deleted: boolean): void => {
+      const finish = (lookAgain: boolean): void => {
         clearTimeout(timer);
         signal.removeEventListener('abort', aborted);
-        resolve(deleted);
+        resolve(lookAgain);
       };
       const aborted = (): void => finish(false);
-      const timer = setTimeout(() => finish(false), Math.max(0, deadline - Date.now()));
+      const left = deadline - Date.now();
+      const timer = setTimeout(() => finish(left > recheckMs), Math.max(0, Math.min(left, recheckMs)));
       signal.addEventListener('abort', aborted, { once: true });
       watcher.on('delete', () => finish(true));
+      watcher.on('error', () => finish(true));
     });
   } finally {
     // Not awaited: a cancel waits for the server's answer, which a frozen server never sends.
