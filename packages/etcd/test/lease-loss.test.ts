@@ -2,6 +2,7 @@ import { startEtcd, startProxy, type ServerHandle, type TcpProxy } from '@deadbo
 import { createLockClient, type LockClient } from '@deadbolt/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEtcdBackend } from '../src/index.js';
+import { rawClient } from './support.js';
 
 /**
  * The lease is kept alive on the local clock: when its keep-alives stop being answered, every hold
@@ -43,5 +44,28 @@ describe('lease loss', () => {
     expect(lock.held).toBe(false);
     expect(next.fence).toBeGreaterThan(lock.fence!);
     await next.release();
+  });
+
+  it('a lease revoked behind our back (as `etcdctl lease revoke` does) is reported lost at its next keep-alive answer', async () => {
+    const holder = client(server.url);
+    const lock = await holder.acquire('revoked');
+    const lost = new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
+    const raw = rawClient(server.url);
+    try {
+      const [kv] = (await raw.getAll().prefix('revoked/').exec()).kvs;
+      await raw.leaseClient.leaseRevoke({ ID: kv!.lease });
+    } finally {
+      raw.close();
+    }
+    // The keep-alive every TTL/3 (1 s here) is answered with TTL 0: lost well before the 3 s TTL.
+    await lost;
+    const reason = lock.signal.reason as Error & { cause?: Error };
+    // Lost by etcd's answer (TTL 0), not by the local bound running out.
+    expect(`${reason.message} ${reason.cause?.message ?? ''}`).toContain('expired or was revoked');
+    expect(lock.held).toBe(false);
+    await expect(lock.renew()).rejects.toMatchObject({ code: 'LOCK_LOST' });
+    // A new lease serves the next hold.
+    const again = await holder.acquire('revoked', { waitMs: 0 });
+    await again.release();
   });
 });
