@@ -18,6 +18,7 @@ import { HeldKeys } from './held-keys.js';
 import { contenderKey, contendersPrefix } from './keys.js';
 import { contenderAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
+import { PendingDeletes } from './pending-deletes.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
 /**
@@ -64,6 +65,7 @@ export class EtcdBackend implements ElectionBackend {
   /** Every live grant by lease id, with its onLost: a lost lease loses them all. */
   private readonly riding = new Map<string, Map<EtcdGrant, AcquireRequest['onLost']>>();
   private readonly closing = new AbortController();
+  private readonly pendingDeletes = new PendingDeletes(500);
 
   constructor(readonly options: ResolvedEtcdOptions) {
     this.endpoint = endpointOf(options.hosts);
@@ -133,6 +135,7 @@ export class EtcdBackend implements ElectionBackend {
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
     this.closing.abort(new BackendUnavailableError('close', { backend: this.name }));
+    this.pendingDeletes.close();
     try {
       await this.session.close();
     } finally {
@@ -172,15 +175,28 @@ export class EtcdBackend implements ElectionBackend {
     }
   }
 
-  /** Takes our key back after a failed try, a deadline or an abort; frees its local slot once gone. */
+  /**
+   * Takes our key back after a failed try, a deadline or an abort, then frees its local slot. When
+   * the delete fails too, it is retried in the background (pending-deletes.ts) and the slot stays
+   * taken until then, so no new hold of ours reuses the name meanwhile.
+   */
   private async retreat(key: string, revision: string | undefined): Promise<void> {
-    if (revision === undefined) {
-      // The txn's outcome is unknown: delete whatever our lease may have created under that name.
-      await this.client.kv.deleteRange({ key: Buffer.from(key, 'utf8') }, callOptions(this.options)).catch(() => undefined);
-    } else {
-      await deleteContender(this.client, key, revision, callOptions(this.options)).catch(() => undefined);
+    // Outcome of the create unknown: delete whatever our lease may have put under that name (the
+    // name holds our lease id, so it can be no one else's).
+    const remove =
+      revision === undefined
+        ? () => this.client.kv.deleteRange({ key: Buffer.from(key, 'utf8') }, callOptions(this.options))
+        : () => deleteContender(this.client, key, revision, callOptions(this.options));
+    try {
+      await remove();
+      this.held.free(key);
+    } catch {
+      if (this.closing.signal.aborted) return;
+      this.pendingDeletes.add(key, async () => {
+        await remove();
+        this.held.free(key);
+      });
     }
-    this.held.free(key);
   }
 
   private grantOn(lease: SessionLease, request: AcquireRequest, key: string, revision: string): EtcdGrant {
