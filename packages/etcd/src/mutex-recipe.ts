@@ -113,17 +113,24 @@ export async function waitForPredecessors(
   const maxCreate = (BigInt(myRevision) - 1n).toString();
   for (;;) {
     if (signal.aborted || Date.now() >= deadline) return false;
-    const response = await client.kv.range(
-      {
-        key: prefixBytes,
-        range_end: prefixEnd(prefixBytes),
-        sort_target: 'Create',
-        sort_order: 'Descend',
-        limit: 1,
-        max_create_revision: maxCreate,
-      },
-      { deadline: Math.min(deadline, Date.now() + callTimeoutMs) },
-    );
+    let response: Awaited<ReturnType<Etcd3['kv']['range']>>;
+    try {
+      response = await client.kv.range(
+        {
+          key: prefixBytes,
+          range_end: prefixEnd(prefixBytes),
+          sort_target: 'Create',
+          sort_order: 'Descend',
+          limit: 1,
+          max_create_revision: maxCreate,
+        },
+        { deadline: Math.min(deadline, Date.now() + callTimeoutMs) },
+      );
+    } catch (error) {
+      // The wait's own deadline cut this read short: a timeout, not a failure of the server.
+      if (signal.aborted || Date.now() >= deadline) return false;
+      throw error;
+    }
     const predecessor = response.kvs[0];
     if (predecessor === undefined) return true;
     const deleted = await waitForDelete(client, predecessor.key, (BigInt(response.header.revision) + 1n).toString(), deadline, signal);
