@@ -21,6 +21,8 @@ import {
   startRedisPrimaryReplica,
   startZooKeeper,
   startZooKeeperEnsemble,
+  startEtcd,
+  startEtcdCluster,
   type PostgresServerHandle,
   type ServerHandle,
   type ServerKind,
@@ -80,6 +82,7 @@ async function talk(server: ServerHandle, timeoutMs = 2_000): Promise<Answer> {
     memcached: ['version\r\n', (r) => r.startsWith('VERSION ')],
     postgres: [postgresStartup('postgres', 'postgres'), (r) => r.startsWith('R')],
     zookeeper: ['ruok', (r) => r === 'imok'],
+    etcd: [`GET /health HTTP/1.1\r\nHost: ${server.host}\r\n\r\n`, (r) => r.startsWith('HTTP/1.1 200')],
   };
   const [request, ok] = requests[server.kind];
   const { reply, error } = await talkRaw(server.host, server.port, request, timeoutMs);
@@ -265,6 +268,33 @@ for (const { name: provider, skip } of providers) {
       } finally {
         await server.stop();
       }
+    });
+
+    test('etcd: answers, pause/resume/restart/down/up/stop', slow, async () => {
+      const server = await startEtcd({ provider });
+      try {
+        expect(fields(server)).toMatchObject({ kind: 'etcd', provider, url: `etcd://${server.host}:${server.port}` });
+        await exerciseFaults(server);
+      } finally {
+        await server.stop();
+      }
+    });
+
+    test('etcd cluster: every member serves; two keep a quorum while the third is down; it rejoins', slow, async () => {
+      const cluster = await startEtcdCluster(3, { provider });
+      try {
+        expect(cluster.url).toBe(`etcd://${cluster.members.map((m) => `${m.host}:${m.port}`).join(',')}`);
+        expect(await Promise.all(cluster.members.map((m) => talk(m)))).toEqual(['answers', 'answers', 'answers']);
+        const [first, second, third] = cluster.members as [ServerHandle, ServerHandle, ServerHandle];
+        await first.down();
+        expect(await talk(first)).toBe('refused');
+        expect(await eventually(async () => (await talk(second)) === 'answers' && (await talk(third)) === 'answers', 20_000)).toBe(true);
+        await first.up();
+        expect(await talk(first)).toBe('answers');
+      } finally {
+        await cluster.stop();
+      }
+      expect(silent(await Promise.all(cluster.members.map((m) => talk(m))))).toBe(true);
     });
 
     test('redis masters: independent servers', slow, async () => {

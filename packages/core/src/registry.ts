@@ -16,6 +16,8 @@ export const knownBackendPackages: Readonly<Record<string, string>> = Object.fre
   postgres: '@deadbolt/postgres',
   postgresql: '@deadbolt/postgres',
   zookeeper: '@deadbolt/zookeeper',
+  etcd: '@deadbolt/etcd',
+  etcds: '@deadbolt/etcd',
 });
 
 function normalize(scheme: string): string {

@@ -4,7 +4,7 @@ import { delimiter, join } from 'node:path';
 /**
  * Where the `process` provider finds the Debian server binaries. Each can be overridden by an
  * environment variable for other layouts (DEADBOLT_REDIS_SERVER, DEADBOLT_MEMCACHED,
- * DEADBOLT_PG_BIN (a directory with initdb and postgres), DEADBOLT_JAVA, DEADBOLT_ZOOKEEPER_JAR).
+ * DEADBOLT_PG_BIN (a directory with initdb and postgres), DEADBOLT_JAVA, DEADBOLT_ZOOKEEPER_JAR, DEADBOLT_ETCD).
  */
 export interface ServerBinaries {
   readonly redisServer: string | undefined;
@@ -14,6 +14,8 @@ export interface ServerBinaries {
   readonly java: string | undefined;
   /** Debian's zookeeper.jar, whose manifest Class-Path names its dependencies. */
   readonly zooKeeperJar: string | undefined;
+  /** etcd 3.4 (Debian's etcd-server). */
+  readonly etcd: string | undefined;
 }
 
 /** The Debian package that provides each missing piece. */
@@ -23,6 +25,7 @@ export const debianPackages = {
   postgresBin: 'postgresql',
   java: 'zookeeper',
   zooKeeperJar: 'zookeeper',
+  etcd: 'etcd-server',
 } as const satisfies Record<keyof ServerBinaries, string>;
 
 export function findServerBinaries(env: NodeJS.ProcessEnv = process.env): ServerBinaries {
@@ -45,6 +48,7 @@ export function findServerBinaries(env: NodeJS.ProcessEnv = process.env): Server
     zooKeeperJar: pick(given('DEADBOLT_ZOOKEEPER_JAR', existsSync), () =>
       existsSync('/usr/share/java/zookeeper.jar') ? '/usr/share/java/zookeeper.jar' : undefined,
     ),
+    etcd: pick(given('DEADBOLT_ETCD', executable), () => onPath('etcd', env)),
   };
 }
 

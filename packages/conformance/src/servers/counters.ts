@@ -68,3 +68,17 @@ export async function postgresStatementCount(query: (sql: string) => Promise<unk
 
 const postgresStatementCountSql =
   'CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT coalesce(sum(calls), 0)::text AS calls FROM pg_stat_statements';
+
+/**
+ * etcd: gRPC calls started on the member (unary calls and streams), the sum of
+ * `grpc_server_started_total` in its Prometheus `/metrics` on the client port.
+ */
+export async function etcdRequestCount(host: string, port: number): Promise<number> {
+  // HTTP/1.0: no chunked encoding to cut lines apart, and the member closes after the whole page.
+  const request = `GET /metrics HTTP/1.0\r\nHost: ${host}:${port}\r\n\r\n`;
+  const reply = await exchange(host, port, request, () => false, 5_000);
+  if (typeof reply !== 'object') throw new Error(`etcd at ${host}:${port} did not answer GET /metrics`);
+  let total = 0;
+  for (const match of reply.toString('utf8').matchAll(/^grpc_server_started_total\{[^}]*\} (\d+)$/gm)) total += Number(match[1]);
+  return total;
+}

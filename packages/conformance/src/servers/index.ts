@@ -4,6 +4,7 @@
  * per DEADBOLT_SERVERS=container|process|auto, and returns a ServerHandle with fault hooks.
  */
 export type {
+  EtcdCluster,
   PostgresServerHandle,
   RedisPrimaryReplica,
   RedisSentinelSet,
@@ -20,12 +21,14 @@ export { startRedisSentinel } from './redis-sentinel.js';
 export { startMemcached } from './memcached.js';
 export { startPostgres } from './postgres.js';
 export { startZooKeeper, startZooKeeperEnsemble } from './zookeeper.js';
+export { startEtcd, startEtcdCluster } from './etcd.js';
 export { chooseServerProvider, decideServerProvider, serverProvider, type ProviderDecision } from './provider.js';
 export { prepareServers } from './setup.js';
 export { findServerBinaries, missingPackages, type ServerBinaries } from './binaries.js';
 export { reapOrphans, type ReapReport } from './orphans.js';
 export {
   exchange,
+  probeEtcd,
   probeMemcached,
   probePostgres,
   probeRedis,
@@ -37,6 +40,7 @@ export {
 export { freePort } from './ports.js';
 export { startProxy, type TcpProxy } from './tcp-proxy.js';
 export {
+  etcdRequestCount,
   memcachedCommandCount,
   postgresStatementCount,
   redisCommandCount,

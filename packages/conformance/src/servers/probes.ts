@@ -105,3 +105,13 @@ export async function probeZooKeeper(host: string, port: number, timeoutMs = 1_0
   const mode = await zooKeeperMode(host, port, timeoutMs);
   return mode === 'standalone' || mode === 'leader' || mode === 'follower';
 }
+
+/**
+ * etcd's `GET /health` on the client port: `{"health":"true"}` once the member has a leader and
+ * serves reads (a member of a cluster without quorum answers `"false"`).
+ */
+export async function probeEtcd(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  const request = `GET /health HTTP/1.1\r\nHost: ${host}:${port}\r\nConnection: close\r\n\r\n`;
+  const reply = await exchange(host, port, request, (r) => r.includes('}'), timeoutMs);
+  return typeof reply === 'object' && /"health"\s*:\s*"true"/.test(reply.toString('utf8'));
+}

@@ -5,7 +5,7 @@
  */
 
 /** Which server a handle runs. */
-export type ServerKind = 'redis' | 'memcached' | 'postgres' | 'zookeeper';
+export type ServerKind = 'redis' | 'memcached' | 'postgres' | 'zookeeper' | 'etcd';
 
 /** How the server runs: a container through the Docker API (testcontainers) or a spawned binary. */
 export type ServerProviderName = 'container' | 'process';
@@ -18,7 +18,7 @@ export interface ServerHandle {
   readonly host: string;
   /** Fixed for the handle's whole life: restart() and up() bring the server back on it. */
   readonly port: number;
-  /** redis://h:p, memcached://h:p, postgres://user:password@h:p/database, zookeeper://h:p */
+  /** redis://h:p, memcached://h:p, postgres://user:password@h:p/database, zookeeper://h:p, etcd://h:p */
   readonly url: string;
   /** Stops the server for good and removes its container or temp dir. Idempotent. */
   stop(): Promise<void>;
@@ -95,6 +95,16 @@ export interface ZooKeeperEnsemble {
   readonly url: string;
   /** The member whose `srvr` says `Mode: leader`, waiting (with a deadline) for an election. */
   leader(options?: { timeoutMs?: number }): Promise<ServerHandle>;
+  /** Stops every member. Idempotent. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** An etcd cluster whose members all answer `/health` (a leader elected) when it is returned. */
+export interface EtcdCluster {
+  readonly members: readonly ServerHandle[];
+  /** etcd://host1:port1,host2:port2,... */
+  readonly url: string;
   /** Stops every member. Idempotent. */
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

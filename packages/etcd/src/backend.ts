@@ -1,0 +1,237 @@
+import {
+  BackendUnavailableError,
+  DeadboltError,
+  endpointOf,
+  guardCall,
+  inspectSafely,
+  type AcquireRequest,
+  type AttemptResult,
+  type CampaignRequest,
+  type Capabilities,
+  type ElectionBackend,
+  type Grant,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
+import type { Etcd3 } from 'etcd3';
+import { callOptions, createEtcdClient } from './client.js';
+import { HeldKeys } from './held-keys.js';
+import { contenderKey, contendersPrefix } from './keys.js';
+import { contenderAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
+import type { ResolvedEtcdOptions } from './options.js';
+import { PendingDeletes } from './pending-deletes.js';
+import { EtcdSession, type SessionLease } from './session.js';
+
+/**
+ * CP (raft orders every txn), fenced by the key's create_revision (the store's revision, which
+ * grows across holders and leaders), leased by the client's one lease kept alive: 'session', as
+ * ZooKeeper. The request's ttlMs does not set that lease (sessionTtlMs does), so any ttl is taken.
+ */
+export const etcdCapabilities: Capabilities = Object.freeze({
+  consistency: 'CP',
+  fencing: true,
+  reentrant: 'client',
+  notifications: true,
+  lease: 'session',
+  clock: 'server',
+  minTtlMs: 1,
+  // etcd's default request limit is 1.5 MiB; this keeps keys readable and txns small.
+  maxKeyBytes: 1024,
+  election: true,
+  readWrite: false,
+  semaphore: false,
+  multi: 'ordered',
+});
+
+/** An etcd grant: `token` is our contender key, `fence` its create_revision. */
+export interface EtcdGrant extends TermGrant {
+  readonly leaseId: string;
+  /** Our key's create_revision, as etcd gives it (a decimal string). */
+  readonly revision: string;
+}
+
+export class EtcdBackend implements ElectionBackend {
+  readonly name = 'etcd';
+  readonly endpoint: string;
+  readonly capabilities = etcdCapabilities;
+  /** No prefix by default: Deadbolt's lock on K and `etcdctl lock K` are the same lock. */
+  readonly defaultPrefix = '';
+  /** Queueing is the same txn as a plain attempt. */
+  readonly acquireQueuesAtOnce = true;
+  readonly boundsCalls = true;
+  // Private: its options carry the credentials.
+  private readonly client: Etcd3;
+  private readonly session: EtcdSession;
+  private readonly held = new HeldKeys();
+  /** Every live grant by lease id, with its onLost: a lost lease loses them all. */
+  private readonly riding = new Map<string, Map<EtcdGrant, AcquireRequest['onLost']>>();
+  private readonly closing = new AbortController();
+  private readonly pendingDeletes = new PendingDeletes(500);
+
+  constructor(readonly options: ResolvedEtcdOptions) {
+    this.endpoint = endpointOf(options.hosts);
+    this.client = createEtcdClient(options);
+    this.session = new EtcdSession(this.client, options);
+    this.session.onLost((lease, cause) => {
+      const grants = this.riding.get(lease.id);
+      this.riding.delete(lease.id);
+      for (const [grant, onLost] of grants ?? []) onLost(grant, cause);
+    });
+  }
+
+  get callTimeoutMs(): number {
+    return this.options.callTimeoutMs;
+  }
+
+  /** One txn; never queues: a contender that is not first deletes its key again (Go's TryLock). */
+  tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
+    return this.guard('acquire', request.key, async () => {
+      const grant = await this.contend(request, Buffer.alloc(0), false, Date.now() + this.options.callTimeoutMs, this.closing.signal);
+      return grant === undefined ? { acquired: false } : { acquired: true, grant };
+    });
+  }
+
+  /** Native waiting: our key queues us by revision; we watch only the key just below ours. */
+  acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    return this.guard('acquire', request.key, () => this.contend(request, Buffer.alloc(0), true, deadline, signal));
+  }
+
+  /** Go's Election.Campaign: the same queue, with the participant id as the value; term = create_revision. */
+  campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    return this.guard('elect', request.key, () => this.contend(request, Buffer.from(request.candidate, 'utf8'), true, deadline, signal));
+  }
+
+  /** Go's Election.Leader: the value of the first-created key under the election's prefix. */
+  leader(key: string): Promise<string | undefined> {
+    return this.bounded('leader', key, async () => {
+      const value = await firstContender(this.client, contendersPrefix(this.options.namespace, key), callOptions(this.options));
+      return value?.toString('utf8');
+    });
+  }
+
+  /** The lease is the session's: a renewal checks that the lease lives and our key is still there. */
+  renew(grant: Grant): Promise<boolean> {
+    const ours = grant as EtcdGrant;
+    return this.bounded('renew', grant.key, async () => {
+      const lease = await this.session.lease();
+      if (lease.id !== ours.leaseId) return false;
+      return contenderAlive(this.client, ours.token, ours.revision, ours.leaseId, callOptions(this.options));
+    });
+  }
+
+  /** Deletes our key only if it is still the one we created (txn on its create_revision). */
+  release(grant: Grant): Promise<boolean> {
+    const ours = grant as EtcdGrant;
+    this.riding.get(ours.leaseId)?.delete(ours);
+    return this.bounded('release', grant.key, async () => {
+      try {
+        return await deleteContender(this.client, ours.token, ours.revision, callOptions(this.options));
+      } finally {
+        this.held.free(ours.token);
+      }
+    });
+  }
+
+  /** Revokes the lease (every key we hold goes at once) and closes the channels. */
+  async close(): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    this.closing.abort(new BackendUnavailableError('close', { backend: this.name }));
+    this.pendingDeletes.close();
+    try {
+      await this.session.close();
+    } finally {
+      this.client.close();
+    }
+  }
+
+  /** The recipe run: our key on the session's lease, then either first, a wait, or (try) a retreat. */
+  private async contend(
+    request: AcquireRequest,
+    value: Buffer,
+    wait: boolean,
+    deadline: number,
+    signal: AbortSignal,
+  ): Promise<EtcdGrant | undefined> {
+    const lease = await this.session.lease(Date.now() + this.options.callTimeoutMs);
+    const prefix = contendersPrefix(this.options.namespace, request.key);
+    const key = this.held.take((slot) => contenderKey(prefix, lease.id, slot));
+    let keep = false;
+    let created: string | undefined;
+    try {
+      const contention = await createContender(this.client, prefix, key, value, lease.id, callOptions(this.options));
+      created = contention.myRevision;
+      let first = contention.ownerRevision === contention.myRevision;
+      if (!first && wait) {
+        request.onContended?.();
+        const both = AbortSignal.any([signal, this.closing.signal]);
+        first = await waitForPredecessors(this.client, prefix, contention.myRevision, deadline, both, this.options.callTimeoutMs);
+        // Go checks that our key survived the wait: a lease that expired meanwhile took it.
+        if (first) first = await contenderAlive(this.client, key, contention.myRevision, lease.id, callOptions(this.options));
+      }
+      if (!first) return undefined;
+      keep = true;
+      return this.grantOn(lease, request, key, contention.myRevision);
+    } finally {
+      if (!keep) await this.retreat(key, created);
+    }
+  }
+
+  /**
+   * Takes our key back after a failed try, a deadline or an abort, then frees its local slot. When
+   * the delete fails too, it is retried in the background (pending-deletes.ts) and the slot stays
+   * taken until then, so no new hold of ours reuses the name meanwhile.
+   */
+  private async retreat(key: string, revision: string | undefined): Promise<void> {
+    // Outcome of the create unknown: delete whatever our lease may have put under that name (the
+    // name holds our lease id, so it can be no one else's).
+    const remove =
+      revision === undefined
+        ? () => this.client.kv.deleteRange({ key: Buffer.from(key, 'utf8') }, callOptions(this.options))
+        : () => deleteContender(this.client, key, revision, callOptions(this.options));
+    try {
+      await remove();
+      this.held.free(key);
+    } catch {
+      if (this.closing.signal.aborted) return;
+      this.pendingDeletes.add(key, async () => {
+        await remove();
+        this.held.free(key);
+      });
+    }
+  }
+
+  private grantOn(lease: SessionLease, request: AcquireRequest, key: string, revision: string): EtcdGrant {
+    const grant = { key: request.key, owner: request.owner, token: key, fence: Number(revision), leaseId: lease.id, revision } as EtcdGrant;
+    // Read live by core: the lease's validity moves with every answered keep-alive.
+    Object.defineProperty(grant, 'validUntil', { get: () => lease.validUntil, enumerable: true });
+    let grants = this.riding.get(lease.id);
+    if (grants === undefined) {
+      grants = new Map();
+      this.riding.set(lease.id, grants);
+    }
+    grants.set(grant, request.onLost);
+    return grant;
+  }
+
+  /** A single bounded call: the kit's guard with our deadline and typed errors. */
+  private bounded<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
+    return guardCall(body, {
+      action,
+      key,
+      backend: this.name,
+      endpoint: this.endpoint,
+      timeoutMs: this.options.callTimeoutMs * 2 + 500,
+      signal: this.closing.signal,
+    });
+  }
+
+  /** Every failure surfaces as a DeadboltError naming the key and the backend. */
+  private guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
+    return body().catch((error: unknown) => {
+      if (error instanceof DeadboltError) throw error;
+      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+    });
+  }
+}
+
+// The client holds the hosts and any credentials: print the name only.
+inspectSafely(EtcdBackend, (backend) => ({ name: backend.name }));
