@@ -118,6 +118,18 @@ export class EtcdBackend implements ElectionBackend {
     });
   }
 
+  /**
+   * etcd's `IsOwner`: one read of our contender key. The grant holds while that key exists with the
+   * create_revision we were granted (the fence) and our lease attached: a key whose lease expired is
+   * gone, and a key re-created by anyone since has a newer create_revision.
+   */
+  validate(grant: Grant): Promise<boolean> {
+    const ours = grant as EtcdGrant;
+    return this.bounded('validate', grant.key, () =>
+      contenderAlive(this.client, ours.token, ours.revision, ours.leaseId, callOptions(this.options)),
+    );
+  }
+
   /** Deletes our key only if it is still the one we created (txn on its create_revision). */
   release(grant: Grant): Promise<boolean> {
     const ours = grant as EtcdGrant;
