@@ -19,6 +19,7 @@ import { keyEdgeCases } from './key-edges.js';
 import { leaseEdgeCases } from './lease-edges.js';
 import { lifecycleCases } from './lifecycle.js';
 import { serverFaultCases } from './server-faults.js';
+import { runOnceCases } from './run-once.js';
 import { silentLinkCases } from './silent-link.js';
 
 export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
@@ -34,6 +35,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   readWrite: readWriteCases,
   semaphore: semaphoreCases,
   fair: fairCases,
+  runOnce: runOnceCases,
 };
 
 /**
