@@ -169,7 +169,7 @@ export class RedisBackend implements LockBackend {
       }
     }
     this.capabilities = this.mode.capabilities;
-    Object.assign(this, runRecordsOn(this.commandConnections[0]!, (action, key, operation) => this.run(action, key, operation)));
+    Object.assign(this, runRecordsOn(this.commandConnections[0]!, this.run.bind(this)));
     this.callTimeoutMs = this.deadlineMs;
     this.ownDeadline = options.mode === 'redlock' || !this.commandConnections.every(hasCommandTimeout);
   }

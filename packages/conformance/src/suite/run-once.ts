@@ -111,7 +111,7 @@ export const runOnceCrashFreesAtMost: ConformanceCase = {
       options,
     );
     run.catch(() => undefined);
-    await running;
+    await Promise.race([running, run.then(() => Promise.reject(new Error('runOnce settled before fn started')))]);
     await endProcess(ctx, winner);
     const busy = await other.runOnce('job', () => 'too early', options);
     assert(!busy.ran || Date.now() - startedAt >= atLeast, 'another client ran the job while the dead winner still held it');
