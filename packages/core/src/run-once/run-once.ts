@@ -113,7 +113,8 @@ function shorten(host: PrimitiveHost, backend: RunCapableBackend, name: string, 
 function abortAtMost(host: PrimitiveHost, name: string, deadline: number, given: AbortSignal | undefined) {
   const controller = new AbortController();
   const timer = setTimeout(
-    () => controller.abort(new LockLostError('lockAtMostForMs ran out: the name may be claimed again', { key: name, backend: host.label() })),
+    () =>
+      controller.abort(new LockLostError('lockAtMostForMs ran out: the name may be claimed again', { key: name, backend: host.label() })),
     Math.max(0, deadline - Date.now()),
   );
   const sources = [host.closing, ...(given ? [given] : [])];
