@@ -97,7 +97,7 @@ export class MemcachedBackend implements LockBackend {
     this.endpoint = endpointOf(options.servers);
     this.#client = options.client;
     this.#ownsClient = options.client === undefined;
-    Object.assign(this, runRecordsOn(() => this.#connection(), this.#run.bind(this)));
+    Object.assign(this, runRecordsOn(this.#connection.bind(this), this.#run.bind(this)));
   }
 
   /** Connects lazily: the factory must not do I/O. */
