@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, Grant, LockBackend } from '../backend.js';
+import type { AcquireRequest, AttemptResult, Grant, LockBackend } from '../backend.js';
 import { LockLostError, UnsupportedOperationError } from '../errors.js';
 import type { PrimitiveHost } from '../primitive-host.js';
 import { storesRuns, type RunCapableBackend } from './contract.js';
@@ -29,7 +29,7 @@ export async function runOnce<T>(
   const plan = host.plan(backend, name, { ttlMs, autoRenew: false }, false);
   const request: AcquireRequest = { key: plan.fullKey, owner: plan.owner, ttlMs, onLost: () => undefined };
   const sentAt = Date.now();
-  const grant = await host.call(backend, 'runOnce', name, () => claim(backend, request));
+  const grant = claimedGrant(await host.call(backend, 'runOnce', name, () => claim(backend, request)));
   if (grant === undefined) return { ran: false };
   // The server's lease began after `sentAt` and before this answer: measuring the rest of
   // lockAtLeastForMs from the answer can only lengthen the hold, never cut it short.
@@ -93,11 +93,20 @@ function runBackend(backend: LockBackend, name: string): StoringBackend {
   return backend as StoringBackend;
 }
 
-/** The backend's own claim, or a plain attempt with ttl = lockAtMostForMs (never renewed). */
-async function claim(backend: RunCapableBackend, request: AcquireRequest): Promise<Grant | undefined> {
-  if (backend.claimRun) return backend.claimRun(request);
-  const result = await backend.tryAcquire(request);
-  return result.acquired ? result.grant : undefined;
+/**
+ * The backend's own claim, or a plain attempt with ttl = lockAtMostForMs (never renewed). A plain
+ * attempt's answer goes back as it came, so the call guard releases a grant that lands after core
+ * gave up; a claim of the backend's own is boxed, as `release` does not know it: a late one stands
+ * until lockAtMostForMs (the job is skipped, never run twice).
+ */
+async function claim(backend: RunCapableBackend, request: AcquireRequest): Promise<AttemptResult | { readonly claimed?: Grant }> {
+  if (backend.claimRun) return { claimed: await backend.claimRun(request) };
+  return backend.tryAcquire(request);
+}
+
+function claimedGrant(answer: AttemptResult | { readonly claimed?: Grant }): Grant | undefined {
+  if ('acquired' in answer) return answer.acquired ? answer.grant : undefined;
+  return answer.claimed;
 }
 
 /** The lease ends `keepMs` from the server's now; 0 ends it. Not cut short by close(): the hold must stand. */
