@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type LastRun, type LockClient, type RunOnceOptions } from '@deadbolt/core';
+import { InvalidArgumentError, inOwnerFlow, type LastRun, type LockClient, type RunOnceOptions } from '@deadbolt/core';
 import type { CaseContext, ConformanceCase } from './context.js';
 import { aborted, assert, delay, rejection, waitUntil } from './util.js';
 
@@ -37,7 +37,7 @@ async function runsBy(client: LockClient, name: string, options: RunOnceOptions,
 }
 
 export const runOnceExactlyOne: ConformanceCase = {
-  title: 'runOnce: of 8 clients calling at once, exactly one runs',
+  title: 'runOnce: of 8 clients calling at once, exactly one runs; so does one of two calls in one owner flow',
   async run(ctx) {
     const { atLeast, atMost } = durations(ctx);
     const clients = Array.from({ length: 8 }, () => ctx.client());
@@ -57,6 +57,13 @@ export const runOnceExactlyOne: ConformanceCase = {
     );
     const ran = results.filter((result) => result.ran);
     assert(ran.length === 1 && running === 1, `${ran.length} clients report ran and fn ran ${running} times; expected exactly 1`);
+    // Two calls of one owner flow are two claims, not a re-entry (a backend that counts holds per owner).
+    const [first] = clients;
+    const twice = await inOwnerFlow(() =>
+      Promise.all([0, 1].map(() => first!.runOnce('job-in-a-flow', () => 'ran', { lockAtLeastForMs: atLeast, lockAtMostForMs: atMost }))),
+    );
+    const ranInFlow = twice.filter((result) => result.ran).length;
+    assert(ranInFlow === 1, `two runOnce calls in one owner flow: ${ranInFlow} ran; expected exactly 1`);
   },
 };
 

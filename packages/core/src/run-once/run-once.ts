@@ -27,7 +27,8 @@ export async function runOnce<T>(
   const backend = runBackend(await host.backend(), name);
   const ttlMs = Math.max(options.lockAtMostForMs, backend.capabilities.minTtlMs);
   const plan = host.plan(backend, name, { ttlMs, autoRenew: false }, false);
-  const request: AcquireRequest = { key: plan.fullKey, owner: plan.owner, ttlMs, onLost: () => undefined };
+  // An owner of its own per claim: two runs of one owner flow must not re-enter (hash-reentrant counts holds per owner).
+  const request: AcquireRequest = { key: plan.fullKey, owner: `${host.clientId}:run:${randomUUID()}`, ttlMs, onLost: () => undefined };
   const sentAt = Date.now();
   const grant = claimedGrant(await host.call(backend, 'runOnce', name, () => claim(backend, request)));
   if (grant === undefined) return { ran: false };
