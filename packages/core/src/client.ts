@@ -28,6 +28,8 @@ import type { PrimitiveHost } from './primitive-host.js';
 import { createReadWriteLock } from './read-write.js';
 import { createSemaphore } from './semaphore.js';
 import { Renewer } from './renewer.js';
+import { lastRun, runOnce } from './run-once/run-once.js';
+import type { LastRun, RunContext, RunOnceOptions, RunOnceResult } from './run-once/types.js';
 import { sleep } from './sleep.js';
 import { instruments, metricsOn, traced, tracingOn } from './telemetry.js';
 import type { AcquireOptions, Lock, LockClient, LockClientConfig, LockDefaults, LockEvents } from './types.js';
@@ -148,6 +150,14 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   elect(name: string, options: ElectOptions): Election {
     return new DeadboltElection(this.host(), name, options);
+  }
+
+  runOnce<T>(name: string, fn: (context: RunContext) => Promise<T> | T, options: RunOnceOptions): Promise<RunOnceResult<T>> {
+    return runOnce(this.host(), name, fn, options);
+  }
+
+  lastRun(name: string): Promise<LastRun | null> {
+    return lastRun(this.host(), name);
   }
 
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this {

@@ -49,6 +49,7 @@ export type {
 export { createMemoryBackend } from './memory/backend.js';
 export type { ElectOptions, Election, MultiLock, Term } from './types-multi.js';
 export type { Acquirable, ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
+export type { LastRun, RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from './run-once/types.js';
 export { maxPermits } from './semaphore.js';
 export { defaultLockDefaults } from './config.js';
 export { inOwnerFlow } from './owner.js';

@@ -1,6 +1,7 @@
 import type { Capabilities, LockBackend } from './backend.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import type { ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
+import type { LastRun, RunContext, RunOnceOptions, RunOnceResult } from './run-once/types.js';
 
 /** Options of one acquire / tryAcquire / withLock call. Unknown keys are rejected. */
 export interface AcquireOptions {
@@ -113,6 +114,13 @@ export interface LockClient {
   readWriteLock(key: string): ReadWriteLock;
   /** A counting semaphore of `permits` on `key` (no I/O until acquired). Needs `capabilities.semaphore`. */
   semaphore(key: string, options: SemaphoreOptions): Semaphore;
+  /**
+   * Runs `fn` on at most one replica: one attempt, never waits. `{ ran: false }` when another holds
+   * the name (it runs the job, or ran it less than lockAtLeastForMs ago). See RunOnceOptions.
+   */
+  runOnce<T>(name: string, fn: (context: RunContext) => Promise<T> | T, options: RunOnceOptions): Promise<RunOnceResult<T>>;
+  /** The record of the job's last run, read from the server; null when it never ran. */
+  lastRun(name: string): Promise<LastRun | null>;
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   off<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   once<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;

@@ -18,6 +18,7 @@ import { pollSlots, storedKeyOf, takeSlot, type SlotGrant } from './semaphore-sl
 import type { ResolvedMemcachedOptions } from './options.js';
 import { checkPermits } from './permits-record.js';
 import { KeyPoller } from './poller.js';
+import { runRecordsOn } from './run-records.js';
 import { addReturningCas, deleteIfCas, getWithCas, getWithFlags, setIfCasReturning, type Cas } from './protocol.js';
 import { holdsToken } from './validate.js';
 
@@ -99,6 +100,7 @@ export class MemcachedBackend implements LockBackend {
     this.endpoint = endpointOf(options.servers);
     this.#client = options.client;
     this.#ownsClient = options.client === undefined;
+    Object.assign(this, runRecordsOn(this.#connection.bind(this), this.#run.bind(this)));
   }
 
   /** Connects lazily: the factory must not do I/O. */

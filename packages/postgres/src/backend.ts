@@ -17,6 +17,7 @@ import { clientConfig } from './connect.js';
 import { existingListenSession, listenSessionFor } from './listen-session.js';
 import { ReleaseListener } from './listener.js';
 import type { ModeContext, PostgresLockMode } from './modes/mode.js';
+import { runOnceOn } from './run-once.js';
 import { modeEntry } from './modes/table.js';
 import type { ResolvedPostgresOptions } from './options.js';
 import { releaseChannel } from './sql.js';
@@ -67,6 +68,7 @@ export class PostgresBackend implements LockBackend {
     this.endpoint = options.endpoint;
     this.callTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     this.statements = new StatementPool(options, this.name, this.callTimeoutMs);
+    Object.assign(this, runOnceOn(options, this.statements));
     // The LISTEN session, shared by every backend of this process with the same settings (or the
     // same application pool, whose settings it is opened with): listen-session.ts says why.
     const listenConfig: pg.ClientConfig =

@@ -28,6 +28,7 @@ import { SetnxMode } from './modes/setnx.js';
 import { bySlotThenKey, tryAcquireManySetnx } from './multi.js';
 import { ReleaseNotifier } from './notifier.js';
 import type { ResolvedRedisOptions } from './options.js';
+import { runRecordsOn } from './run-records.js';
 import { runScript } from './scripts.js';
 import { TokenSource } from './token.js';
 import { validateGrant } from './validate.js';
@@ -169,6 +170,7 @@ export class RedisBackend implements LockBackend {
       }
     }
     this.capabilities = this.mode.capabilities;
+    Object.assign(this, runRecordsOn(this.commandConnections[0]!, this.run.bind(this)));
     this.callTimeoutMs = this.deadlineMs;
     this.ownDeadline = options.mode === 'redlock' || !this.commandConnections.every(hasCommandTimeout);
   }

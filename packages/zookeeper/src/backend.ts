@@ -23,6 +23,7 @@ import { ParentSweeper } from './parent-sweeper.js';
 import { checkPermits } from './permits-node.js';
 import type { ResolvedZooKeeperOptions } from './options.js';
 import { runLockRecipe, type RecipeHooks, type RecipeRun } from './recipe.js';
+import { runOnceOn } from './run-once.js';
 import { runReadWriteRecipe } from './rw-recipe.js';
 import { leasesChild, locksChild, runSemaphoreRecipe } from './semaphore-recipe.js';
 import { ZooKeeperSession } from './session.js';
@@ -107,6 +108,7 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
   ) {
     this.endpoint = options.connectString;
     this.session = new ZooKeeperSession(options, this.name);
+    Object.assign(this, runOnceOn(options, this.session, this.guard.bind(this)));
     this.abandoned = new GuaranteedDeletes(() => this.session.ready(Date.now() + options.operationTimeoutMs), options.operationTimeoutMs);
     this.parents = new ParentSweeper(options.parentCleanupDelayMs, (path) => this.removeIfEmpty(path));
     this.semaphores = new ParentSweeper(options.parentCleanupDelayMs, async (path) => {

@@ -21,6 +21,7 @@ import { keyEdgeCases } from './key-edges.js';
 import { leaseEdgeCases } from './lease-edges.js';
 import { lifecycleCases } from './lifecycle.js';
 import { serverFaultCases } from './server-faults.js';
+import { runOnceCases } from './run-once.js';
 import { silentLinkCases } from './silent-link.js';
 
 export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = {
@@ -38,6 +39,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   semaphore: semaphoreCases,
   fair: fairCases,
   fencing: fencingCases,
+  runOnce: runOnceCases,
 };
 
 /**

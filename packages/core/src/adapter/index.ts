@@ -17,6 +17,7 @@ export type {
 } from '../backend.js';
 export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
 export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
+export { storesRuns, type RunOnceBackend } from '../run-once/contract.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
 export { guardCall, type GuardedCall } from './call-guard.js';

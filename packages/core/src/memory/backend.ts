@@ -3,6 +3,7 @@ import type { AcquireRequest, AttemptResult, BackendFactory, Capabilities, Grant
 import type { CampaignRequest, ElectionBackend, TermGrant } from '../election-backend.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { MultiAttemptResult, MultiLockBackend } from '../multi-backend.js';
+import type { RunOnceBackend } from '../run-once/contract.js';
 import { isQueuedGrant } from './queued.js';
 import { memoryStore, type MemoryStore } from './store.js';
 
@@ -27,7 +28,7 @@ export const memoryCapabilities: Capabilities = Object.freeze({
  * is synchronous on the event loop, hence atomic. It is the reference the conformance suite is
  * proven on before any server adapter.
  */
-export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend {
+export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend, RunOnceBackend {
   readonly capabilities = memoryCapabilities;
   /** The mutex keeps core's attempt loop woken by notifications; only the kinds queue (see acquire). */
   readonly acquireForKindsOnly = true;
@@ -155,6 +156,19 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
     if (holder?.token !== grant.token) return false;
     this.store.delete(grant.key);
     return true;
+  }
+
+  /** The run-once record (RunOnceBackend): a map beside the locks, compare-and-set on the run id. */
+  async saveRun(key: string, runId: string, record: string, replaces?: string): Promise<boolean> {
+    this.touch();
+    if (replaces !== undefined && this.store.runs.get(key)?.runId !== replaces) return false;
+    this.store.runs.set(key, { runId, record });
+    return true;
+  }
+
+  async loadRun(key: string): Promise<string | undefined> {
+    this.touch();
+    return this.store.runs.get(key)?.record;
   }
 
   waitForChange(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void> {
