@@ -19,6 +19,7 @@ import { contenderKey, contendersPrefix } from './keys.js';
 import { contenderAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { PendingDeletes } from './pending-deletes.js';
+import { runOnceOn } from './run-once.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
 /**
@@ -71,6 +72,8 @@ export class EtcdBackend implements ElectionBackend {
     this.endpoint = endpointOf(options.hosts);
     this.client = createEtcdClient(options);
     this.session = new EtcdSession(this.client, options);
+    // Run-once claims ride leases of their own, not the session's (run-once.ts).
+    Object.assign(this, runOnceOn(this.client, options, this.bounded.bind(this)));
     this.session.onLost((lease, cause) => {
       const grants = this.riding.get(lease.id);
       this.riding.delete(lease.id);

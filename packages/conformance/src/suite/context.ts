@@ -104,6 +104,11 @@ export interface ConformanceOptions<S extends ServerLike = ServerLike> {
    * needs a deadline that a paused server lets run out, runs on it too. Absent: that case needs a ttl lease.
    */
   sessionDeadline?: boolean;
+  /**
+   * The step in which the backend leases a run-once claim, when coarser than its locks' (etcd grants
+   * leases in whole seconds, at least its minimum TTL): the runOnce group widens its bounds by it.
+   */
+  runLeaseStepMs?: number;
 }
 
 /** The fair (FIFO) group's view of the adapter's queue. */
@@ -157,6 +162,8 @@ export interface CaseContext {
   readonly multiStressIterations: number;
   readonly multiWaitMs: number;
   readonly killBoundMs: number;
+  /** ConformanceOptions.runLeaseStepMs, or 0. */
+  readonly runLeaseStepMs: number;
   readonly manyWaiters: number;
   readonly manyWaitersWaitMs: number;
   /** The case's unique prefix: keys of different cases (and runs) never meet. */
@@ -217,6 +224,7 @@ export async function runCase<S extends ServerLike>(testCase: ConformanceCase, o
     multiStressIterations: resolved.multiStressIterations,
     multiWaitMs: resolved.multiWaitMs,
     killBoundMs: resolved.killBoundMs,
+    runLeaseStepMs: resolved.runLeaseStepMs ?? 0,
     fair: resolved.fair,
     manyWaiters: resolved.manyWaiters,
     manyWaitersWaitMs: resolved.manyWaitersWaitMs,

@@ -7,9 +7,13 @@ import { aborted, assert, delay, rejection, waitUntil } from './util.js';
  * server's clock that outlives a fast job and its process, and a record of the last run.
  */
 
-/** Durations scaled to the backend: memcached counts whole seconds, and rounds a lease up by one more. */
+/**
+ * Durations scaled to the backend: memcached counts whole seconds, and rounds a lease up by one more;
+ * etcd leases a claim in whole seconds, at least its minimum TTL (runLeaseStepMs).
+ */
 function durations(ctx: CaseContext): { atLeast: number; atMost: number; slack: number } {
-  const slack = ctx.handOffBoundMs + (ctx.capabilities.minTtlMs >= 1_000 ? 2 * ctx.capabilities.minTtlMs : 0);
+  const step = Math.max(ctx.capabilities.minTtlMs >= 1_000 ? ctx.capabilities.minTtlMs : 0, ctx.runLeaseStepMs);
+  const slack = ctx.handOffBoundMs + 2 * step;
   const atLeast = 2 * ctx.ttlMs;
   // Far enough past atLeast + slack that a hold kept to lockAtMostForMs is told apart from one shortened.
   return { atLeast, atMost: atLeast + slack + 4 * ctx.ttlMs, slack };
