@@ -1,4 +1,4 @@
-import type { LockClient } from '@deadbolt/core';
+import { InvalidArgumentError, type LockClient } from '@deadbolt/core';
 import { type TickOptions, validateTick } from './options.js';
 import { runTick } from './tick.js';
 
@@ -26,7 +26,7 @@ export function runCoordinator(locks: LockClient, options: CoordinatorOptions): 
   validateTick('node-cron', () => undefined, options);
   const open = new Map<string, { close(): void; settled: Promise<unknown> }>();
   return {
-    shouldRun(key) {
+    async shouldRun(key) {
       const { name, scheduledAt } = parseKey(key);
       return new Promise<boolean>((resolve, reject) => {
         let close = (): void => undefined;
@@ -74,7 +74,9 @@ function parseKey(key: string): { name: string; scheduledAt: Date } {
   const scheduledAt = new Date(iso);
   const name = key.slice(0, -25);
   if (key.at(-25) !== ':' || name.length === 0 || Number.isNaN(scheduledAt.getTime()) || scheduledAt.toISOString() !== iso) {
-    throw new Error(`node-cron's coordination key ${JSON.stringify(key)} is not "<name>:<ISO time>"`);
+    throw new InvalidArgumentError('key', `node-cron's coordination key ${JSON.stringify(key)} is not "<name>:<ISO time>"`, {
+      backend: 'schedule',
+    });
   }
   return { name, scheduledAt };
 }

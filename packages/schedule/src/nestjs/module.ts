@@ -33,9 +33,9 @@ class ClientLifecycle implements OnApplicationShutdown {
  * injection: `DeadboltScheduleModule.forRoot({ url: 'redis://...' })` or `forRoot({ client })`.
  * A client it creates is closed on shutdown (`app.enableShutdownHooks()` or `app.close()`).
  */
-// biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with a static forRoot
 @Global()
 @Module({})
+// biome-ignore lint/complexity/noStaticOnlyClass: Nest modules are classes with a static forRoot
 export class DeadboltScheduleModule {
   static forRoot(options: DeadboltScheduleOptions): DynamicModule {
     const given = typeof options === 'object' && 'client' in options ? options.client : undefined;
