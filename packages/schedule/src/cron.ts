@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type LockClient, type RunOnceResult } from '@deadbolt/core';
+import { InvalidArgumentError, type LockClient } from '@deadbolt/core';
 import { type TickOptions, validateTick } from './options.js';
 import { runTick, type TickJob, tickBefore } from './tick.js';
 
@@ -18,19 +18,17 @@ export function onceAcrossReplicas<T>(
   name: string,
   fn: TickJob<T>,
   options: TickOptions,
-): (this: unknown) => Promise<RunOnceResult<T>> {
+): (this: unknown) => Promise<void> {
   validateTick(name, fn, options);
-  return function onTick(this: unknown) {
+  return async function onTick(this: unknown) {
     if (!isCronJob(this)) {
-      return Promise.reject(
-        new InvalidArgumentError('this', "expected the CronJob as the onTick context: leave the job's context option unset", {
-          key: name,
-          backend: 'schedule',
-        }),
-      );
+      throw new InvalidArgumentError('this', "expected the CronJob as the onTick context: leave the job's context option unset", {
+        key: name,
+        backend: 'schedule',
+      });
     }
     const scheduledAt = tickBefore((from) => this.cronTime.getNextDateFrom(from).toJSDate(), options.lockAtLeastForMs);
-    return runTick(locks, name, scheduledAt, fn, options);
+    await runTick(locks, name, scheduledAt, fn, options);
   };
 }
 

@@ -1,4 +1,4 @@
-import type { LockClient, RunOnceResult } from '@deadbolt/core';
+import type { LockClient } from '@deadbolt/core';
 import { type TickOptions, validateTick } from './options.js';
 import { runTick, type TickJob, tickBefore } from './tick.js';
 
@@ -17,10 +17,10 @@ export function onceAcrossReplicas<T>(
   name: string,
   fn: TickJob<T>,
   options: TickOptions,
-): (job: CronerJobLike) => Promise<RunOnceResult<T>> {
+): (job: CronerJobLike) => Promise<void> {
   validateTick(name, fn, options);
-  return (job) => {
+  return async (job) => {
     const scheduledAt = tickBefore((from) => job.nextRun(from), options.lockAtLeastForMs);
-    return runTick(locks, name, scheduledAt, fn, options);
+    await runTick(locks, name, scheduledAt, fn, options);
   };
 }

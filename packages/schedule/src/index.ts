@@ -3,5 +3,5 @@
  * integrations live in their own entry points (`/node-cron`, `/cron`, `/croner`, `/nestjs`), so an
  * application loads only the scheduler it uses.
  */
-export { type TickOptions, type TickSkip, validateTick } from './options.js';
+export type { TickOptions, TickSkip } from './options.js';
 export { runTick, tickBefore, type TickContext, type TickJob } from './tick.js';
