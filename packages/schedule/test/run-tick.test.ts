@@ -1,5 +1,6 @@
 import { startRedis, type ServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient, InvalidArgumentError, type LockClient } from '@deadbolt/core';
+import { createServer } from 'node:net';
+import { BackendUnavailableError, createLockClient, InvalidArgumentError, type LockClient } from '@deadbolt/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onceAcrossReplicas as cronTick } from '../src/cron.js';
 import { onceAcrossReplicas as cronerTick } from '../src/croner.js';
@@ -111,5 +112,23 @@ describe("node-cron's coordinator", () => {
     expect(await second.shouldRun(key, 30_000)).toBe(false);
     await first.onComplete(key);
     expect((await replicaB.lastRun(name))?.outcome).toBe('ok');
+  });
+
+  it('on a dead server, shouldRun rejects with a typed error, so node-cron skips the run', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const dead = createLockClient({ url: `redis://127.0.0.1:${port}` });
+    try {
+      const key = `dead-job:${new Date(Math.floor(Date.now() / 1000) * 1000).toISOString()}`;
+      await expect(runCoordinator(dead, { lockAtLeastForMs: 500, lockAtMostForMs: 5_000 }).shouldRun(key, 5_000)).rejects.toBeInstanceOf(
+        BackendUnavailableError,
+      );
+    } finally {
+      await dead.close();
+    }
   });
 });
