@@ -7,6 +7,7 @@ import { redactUrlText } from '@deadbolt/core/adapter';
 import { runOrders, summarize, type OversellRun } from './oversell.js';
 import { ProgressBar } from './progress.js';
 import { FileRegister, MemoryRegister, type StockRegister } from './register.js';
+import { printSchedule, runScheduleExample, scheduleHelp, scheduleReplica } from './schedule-cli.js';
 
 const help = `deadbolt demo: the oversell race of seed 002, without and with a lock
 
@@ -21,10 +22,13 @@ Usage: npm start -- [options]
   --processes N      worker processes contending, as separate app servers would
                      (default 1; more than 1 needs a real backend, not memory://)
   --json             print the results as one JSON object
+  --example NAME     another demo: "schedule" (a cron job across replicas, see below)
   --help             this text
 
 Each order reads the stock, waits 1 ms (a query, a payment check), then writes stock - 1.
-Without a lock, orders that read the same value sell the same item: "oversold".`;
+Without a lock, orders that read the same value sell the same item: "oversold".
+
+${scheduleHelp}`;
 
 interface Settings {
   backend: string;
@@ -149,6 +153,11 @@ async function main(): Promise<number> {
       help: { type: 'boolean', default: false },
       worker: { type: 'string' },
       'with-lock': { type: 'boolean', default: false },
+      example: { type: 'string' },
+      replicas: { type: 'string' },
+      ticks: { type: 'string' },
+      'schedule-replica': { type: 'string' },
+      job: { type: 'string' },
     },
     strict: true,
   });
@@ -164,6 +173,25 @@ async function main(): Promise<number> {
     processes: positiveInteger('processes', values.processes, 1),
     json: values.json ?? false,
   };
+  const backend = values.backend ?? process.env.DEADBOLT_URL ?? 'memory://';
+  if (values['schedule-replica'] !== undefined) {
+    await scheduleReplica(
+      positiveInteger('schedule-replica', values['schedule-replica'], 1),
+      backend,
+      values.job ?? 'demo:schedule',
+      values['with-lock'] ?? false,
+    );
+    return 0;
+  }
+  if (values.example === 'schedule') {
+    const run = await runScheduleExample(
+      backend,
+      positiveInteger('replicas', values.replicas, 3),
+      positiveInteger('ticks', values.ticks, 5),
+    );
+    return printSchedule(run, values.json ?? false);
+  }
+  if (values.example !== undefined) throw new Error(`--example must be "schedule", got "${values.example}"`);
   if (values.worker !== undefined) {
     await worker(values.worker, settings, values['with-lock'] ?? false);
     return 0;
