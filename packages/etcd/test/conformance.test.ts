@@ -79,6 +79,8 @@ const common = {
   kill,
   residue,
   expireHold,
+  // Every permit key records the semaphore's permits (semaphore-recipe.ts): a mismatch is refused.
+  permitsRecorded: true,
   scaleLocks: 500,
   chaosOperations: 100,
   manyWaiters: 300,
