@@ -202,8 +202,10 @@ export class EtcdBackend implements ElectionBackend {
    * acquireAll: our key in every lock's queue in one txn (one create_revision for all: the same
    * relative order in every queue, so no deadlock), then a wait queue by queue (multi-recipe.ts).
    */
-  acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
-    const label = requests.map((request) => request.key).join(', ');
+  async acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
+    const label =
+      requests.length <= 3 ? requests.map((request) => request.key).join(', ') : `${requests[0]?.key}, ... (${requests.length} keys)`;
+    // Before any I/O: a set etcd would refuse whole is refused here, never split.
     checkMultiSize(requests.length, { key: label, backend: this.name });
     return this.guard('acquire', label, async () => {
       const lease = await this.session.lease(Date.now() + this.options.callTimeoutMs);
