@@ -92,6 +92,18 @@ describe('semaphore', () => {
     await permit.release();
   });
 
+  it('another count of permits is refused against the oldest key, and the refused key is deleted again', async () => {
+    const held = await client().semaphore('mismatch', { permits: 2 }).acquire();
+    const error = await client()
+      .semaphore('mismatch', { permits: 3 })
+      .tryAcquire()
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(String(error)).toMatch(/in use with 2 permits, not 3/);
+    expect((await contenders(raw, 'mismatch/')).map((each) => each.revision)).toEqual([held.fence]);
+    await held.release();
+  });
+
   it('a waiter counts only deletions ahead of it: one that gives up ahead admits no one, a release of any holder admits the head', async () => {
     const sem = (locks: LockClient) => locks.semaphore('count', { permits: 2 });
     const [h1, h2] = [await sem(client()).acquire(), await sem(client()).acquire()];
