@@ -16,7 +16,9 @@ import type { Etcd3 } from 'etcd3';
 import { callOptions, createEtcdClient } from './client.js';
 import { HeldKeys } from './held-keys.js';
 import { contenderKey, contendersPrefix } from './keys.js';
-import { contenderAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
+import { planFor, waitFirstInQueue, type ContenderPlan, type TurnContext } from './kinds.js';
+import { checkMultiSize, createAll } from './multi-recipe.js';
+import { contenderAlive, createContender, deleteContender, firstContender, type Contention } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { PendingDeletes } from './pending-deletes.js';
 import { runOnceOn } from './run-once.js';
@@ -38,9 +40,11 @@ export const etcdCapabilities: Capabilities = Object.freeze({
   // etcd's default request limit is 1.5 MiB; this keeps keys readable and txns small.
   maxKeyBytes: 1024,
   election: true,
-  readWrite: false,
-  semaphore: false,
-  multi: 'ordered',
+  // Read-write locks (Go's contrib/recipes RWMutex layout), FIFO semaphores, and acquireAll queued
+  // in one txn (kinds.ts, multi-recipe.ts): each a key per contender, ordered by create_revision.
+  readWrite: true,
+  semaphore: true,
+  multi: 'atomic',
 });
 
 /** An etcd grant: `token` is our contender key, `fence` its create_revision. */
@@ -88,7 +92,7 @@ export class EtcdBackend implements ElectionBackend {
   /** One txn; never queues: a contender that is not first deletes its key again (Go's TryLock). */
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     return this.guard('acquire', request.key, async () => {
-      const grant = await this.contend(request, Buffer.alloc(0), false, Date.now() + this.options.callTimeoutMs, this.closing.signal);
+      const grant = await this.contend(request, Buffer.alloc(0), false, Date.now(), this.closing.signal);
       return grant === undefined ? { acquired: false } : { acquired: true, grant };
     });
   }
@@ -166,28 +170,84 @@ export class EtcdBackend implements ElectionBackend {
     deadline: number,
     signal: AbortSignal,
   ): Promise<EtcdGrant | undefined> {
+    const plan: ContenderPlan = planFor(request, this.options.namespace, value, this.name);
     const lease = await this.session.lease(Date.now() + this.options.callTimeoutMs);
-    const prefix = contendersPrefix(this.options.namespace, request.key);
-    const key = this.held.take((slot) => contenderKey(prefix, lease.id, slot));
+    const key = this.held.take((slot) => contenderKey(plan.keyPrefix, lease.id, slot));
     let keep = false;
     let created: string | undefined;
     try {
-      const contention = await createContender(this.client, prefix, key, value, lease.id, callOptions(this.options));
-      created = contention.myRevision;
-      let first = contention.ownerRevision === contention.myRevision;
-      if (!first && wait) {
-        request.onContended?.();
-        const both = AbortSignal.any([signal, this.closing.signal]);
-        first = await waitForPredecessors(this.client, prefix, contention.myRevision, deadline, both, this.options.callTimeoutMs);
-        // Go checks that our key survived the wait: a lease that expired meanwhile took it.
-        if (first) first = await contenderAlive(this.client, key, contention.myRevision, lease.id, callOptions(this.options));
+      let contention: Contention;
+      if (plan.create === undefined) {
+        contention = await createContender(this.client, plan.keyPrefix, key, plan.value, lease.id, callOptions(this.options));
+      } else {
+        const revision = await plan.create(this.client, key, lease.id, callOptions(this.options));
+        if (revision === undefined) return undefined;
+        contention = { myRevision: revision, ownerRevision: revision, headerRevision: revision, ownerValue: undefined };
       }
+      created = contention.myRevision;
+      let waited = false;
+      const context = this.turnContext(wait, deadline, signal, () => {
+        waited = true;
+        if (wait) request.onContended?.();
+      });
+      let first = await plan.turn(contention, context);
+      // Go checks that our key survived the wait: a lease that expired meanwhile took it.
+      if (first && waited) first = await contenderAlive(this.client, key, contention.myRevision, lease.id, callOptions(this.options));
       if (!first) return undefined;
       keep = true;
       return this.grantOn(lease, request, key, contention.myRevision);
     } finally {
       if (!keep) await this.retreat(key, created);
     }
+  }
+
+  /**
+   * acquireAll: our key in every lock's queue in one txn (one create_revision for all: the same
+   * relative order in every queue, so no deadlock), then a wait queue by queue (multi-recipe.ts).
+   */
+  async acquireMany(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined> {
+    const label =
+      requests.length <= 3 ? requests.map((request) => request.key).join(', ') : `${requests[0]?.key}, ... (${requests.length} keys)`;
+    // Before any I/O: a set etcd would refuse whole is refused here, never split.
+    checkMultiSize(requests.length, { key: label, backend: this.name });
+    return this.guard('acquire', label, async () => {
+      const lease = await this.session.lease(Date.now() + this.options.callTimeoutMs);
+      const prefixes = requests.map((request) => contendersPrefix(this.options.namespace, request.key));
+      const keys = prefixes.map((prefix) => this.held.take((slot) => contenderKey(prefix, lease.id, slot)));
+      let keep = false;
+      let created: string | undefined;
+      try {
+        created = await createAll(this.client, keys, lease.id, callOptions(this.options));
+        const revision = created;
+        let waited = false;
+        const context = this.turnContext(true, deadline, signal, () => {
+          if (!waited) requests[0]?.onContended?.();
+          waited = true;
+        });
+        for (const prefix of prefixes) if (!(await waitFirstInQueue(prefix, revision, context))) return undefined;
+        if (waited) {
+          const alive = await Promise.all(
+            keys.map((key) => contenderAlive(this.client, key, revision, lease.id, callOptions(this.options))),
+          );
+          if (!alive.every(Boolean)) return undefined;
+        }
+        keep = true;
+        return requests.map((request, index) => this.grantOn(lease, request, keys[index]!, revision));
+      } finally {
+        if (!keep) await Promise.all(keys.map((key) => this.retreat(key, created)));
+      }
+    });
+  }
+
+  private turnContext(wait: boolean, deadline: number, signal: AbortSignal, onBlocked: () => void): TurnContext {
+    return {
+      client: this.client,
+      wait,
+      deadline,
+      signal: AbortSignal.any([signal, this.closing.signal]),
+      callTimeoutMs: this.options.callTimeoutMs,
+      onBlocked,
+    };
   }
 
   /**

@@ -148,7 +148,13 @@ const recheckMs = 5_000;
  * Resolves true when `key` may be gone (its delete event, a watch error, or `recheckMs` without
  * news: the caller then reads the queue again), false at the deadline or on abort.
  */
-async function waitForDelete(client: Etcd3, key: Buffer, fromRevision: string, deadline: number, signal: AbortSignal): Promise<boolean> {
+export async function waitForDelete(
+  client: Etcd3,
+  key: Buffer,
+  fromRevision: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<boolean> {
   // An abort during the range before this: a listener added now would never hear it.
   if (signal.aborted) return false;
   // watcher(), not create(): create() waits for the stream to connect, which a dead server never does.

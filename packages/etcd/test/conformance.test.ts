@@ -81,6 +81,8 @@ const common = {
   expireHold,
   // A run-once claim rides a lease of its own: whole seconds, at least etcd's minimum TTL (2 s by default).
   runLeaseStepMs: 2_000,
+  // Every permit key records the semaphore's permits (semaphore-recipe.ts): a mismatch is refused.
+  permitsRecorded: true,
   scaleLocks: 500,
   chaosOperations: 100,
   manyWaiters: 300,
