@@ -34,6 +34,7 @@ export * from './suite/silent-link.js';
 export * from './suite/crowd.js';
 export * from './suite/lifecycle.js';
 export * from './suite/fencing.js';
+export * from './suite/operations.js';
 export { ambiguousUrls, describeAmbiguousUrls, type AmbiguousUrlOptions } from './suite/ambiguous-urls.js';
 export {
   expectNoSecret,

@@ -11,6 +11,7 @@ import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
 import { lockDelayCases } from './lock-delay.js';
 import { multiCases } from './multi.js';
+import { operationsCases } from './operations.js';
 import { readWriteCases } from './read-write.js';
 import { reentrancyCases } from './reentrancy.js';
 import { safetyCases } from './safety.js';
@@ -38,6 +39,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   semaphore: semaphoreCases,
   fair: fairCases,
   fencing: fencingCases,
+  operations: operationsCases,
 };
 
 /**
