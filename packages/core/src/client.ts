@@ -651,7 +651,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
    */
   private async markRefused(backend: LockBackend, lease: Lease, reason: string): Promise<void> {
     if (isOperationsBackend(backend) && backend.forcedBy) {
-      const by = await this.call(backend, 'renew', lease.userKey, () => backend.forcedBy!(lease.fullKey)).catch(() => undefined);
+      const by = await this.call(backend, 'renew', lease.userKey, () => backend.forcedBy!(lease.grant)).catch(() => undefined);
       if (by !== undefined) {
         const cause = new ForcedReleaseError(by, { key: lease.userKey, backend: backend.name });
         this.markLost(lease, cause.message, cause);

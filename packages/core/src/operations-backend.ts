@@ -1,4 +1,4 @@
-import type { LockBackend } from './backend.js';
+import type { Grant, LockBackend } from './backend.js';
 import type { LockHolder } from './operations-types.js';
 
 /** What a backend reads for `inspect`: holds and, where it queues them, waiters. */
@@ -24,8 +24,8 @@ export interface OperationsBackend extends LockBackend {
   forceRelease(key: string, by: string): Promise<boolean>;
   /** The full keys that start with `prefix` and hold something now (each once, any order). */
   listKeys(prefix: string): AsyncIterable<string>;
-  /** Who forced `key` free recently (the marker forceRelease left), read after a refused renewal. */
-  forcedBy?(key: string): Promise<string | undefined>;
+  /** Who forced this grant's hold away recently (the marker forceRelease left), read after a refused renewal. */
+  forcedBy?(grant: Grant): Promise<string | undefined>;
 }
 
 export function isOperationsBackend(backend: LockBackend): backend is OperationsBackend {
