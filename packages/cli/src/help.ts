@@ -73,8 +73,8 @@ Prints the id of the current leader of the election <name> (as given by its part
 client.elect(name, { id })), or nothing and exit 1 when there is none.
 
 --watch prints a line at every change of leader or term (an empty line, or "leader": null with
---json, when the election has none) until interrupted. It follows election.observe(), which reads
-the leader every --interval ms: a change shorter than the interval can go unseen.
+--json, when the election has none) until interrupted. It follows election.observe():
+it reads the leader every --interval ms, so a change shorter than the interval can go unseen.
 
 Options:
   --url URL        the backend (default: DEADBOLT_URL)
