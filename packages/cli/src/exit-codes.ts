@@ -11,6 +11,8 @@ export const exitCodes = Object.freeze({
   ok: 0,
   /** `leader`: the election has no leader right now. */
   noLeader: 1,
+  /** `inspect`: the key is free; `release --force`: nothing was held. */
+  notHeld: 1,
   /** Bad command line (EX_USAGE): nothing was contacted. */
   usage: 64,
   /** The backend did not answer or refused us (EX_UNAVAILABLE). */

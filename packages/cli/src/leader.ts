@@ -1,4 +1,4 @@
-import { createLockClient, type Election, type LockClient } from '@deadbolt/core';
+import { createLockClient, type LockClient } from '@deadbolt/core';
 import { resolveBackendUrl } from './backend-url.js';
 import { exitCodes } from './exit-codes.js';
 import { describeFailure } from './failures.js';
@@ -30,8 +30,9 @@ export async function leaderCommand(argv: readonly string[], io: Io, output: Out
     throw new UsageError(error instanceof Error ? error.message : String(error), leaderUsage);
   }
   const signals = new SignalRelay();
-  const print = (leader: string | null): void => {
-    if (args.json) output.data(JSON.stringify({ leader, at: new Date().toISOString() }));
+  const print = (leader: string | null, term?: number | null): void => {
+    const at = new Date().toISOString();
+    if (args.json) output.data(JSON.stringify(term === undefined ? { leader, at } : { leader, term, at }));
     else if (leader !== null || args.watch) output.data(leader ?? '');
   };
   try {
@@ -41,7 +42,7 @@ export async function leaderCommand(argv: readonly string[], io: Io, output: Out
       print(leader);
       return leader === null ? exitCodes.noLeader : exitCodes.ok;
     }
-    await watch(election, args.intervalMs, signals.signal, print);
+    for await (const change of election.observe({ signal: signals.signal, intervalMs: args.intervalMs })) print(change.leader, change.term);
     return exitCodes.ok;
   } catch (error) {
     const failure = describeFailure(error);
@@ -51,32 +52,4 @@ export async function leaderCommand(argv: readonly string[], io: Io, output: Out
     signals[Symbol.dispose]();
     await client.close().catch(() => undefined);
   }
-}
-
-/**
- * Polls `election.leader()` every `intervalMs` and reports each change (the first answer too)
- * until `stop` aborts. Polling, because the API has no way to observe an election yet: a change
- * and its undoing within one interval go unseen.
- */
-async function watch(election: Election, intervalMs: number, stop: AbortSignal, report: (leader: string | null) => void): Promise<void> {
-  let last: string | null | undefined;
-  while (!stop.aborted) {
-    const leader = await election.leader();
-    if (stop.aborted) return;
-    if (leader !== last) report(leader);
-    last = leader;
-    await pause(intervalMs, stop);
-  }
-}
-
-function pause(ms: number, stop: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      stop.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    stop.addEventListener('abort', done, { once: true });
-  });
 }

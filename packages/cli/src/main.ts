@@ -2,6 +2,8 @@ import { createRequire } from 'node:module';
 import { exitCodes } from './exit-codes.js';
 import { mainHelp, mainUsage } from './help.js';
 import { leaderCommand } from './leader.js';
+import { inspectCommand, listCommand, releaseCommand } from './operator-commands.js';
+import { watchCommand } from './watch.js';
 import { type Io, Output } from './output.js';
 import { runCommand } from './run.js';
 import { UsageError } from './usage-error.js';
@@ -22,6 +24,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return await runCommand(rest, io, output);
       case 'leader':
         return await leaderCommand(rest, io, output);
+      case 'inspect':
+        return await inspectCommand(rest, io, output);
+      case 'list':
+        return await listCommand(rest, io, output);
+      case 'release':
+        return await releaseCommand(rest, io, output);
+      case 'watch':
+        return await watchCommand(rest, io, output);
       case '--version':
       case '-V':
         output.help(version);

@@ -43,6 +43,15 @@ const badCommandLines: readonly (readonly string[])[] = [
   ['leader', 'jobs', '--interval', '100'],
   ['leader', 'jobs', '--watch', '--interval', 'soon'],
   ['leader', 'jobs', '--follow'],
+  ['inspect'],
+  ['inspect', 'a', 'b'],
+  ['list', '--limit', '0'],
+  ['list', '--limit', 'many'],
+  ['list', 'extra'],
+  ['release', 'k'],
+  ['release', '--force'],
+  ['watch'],
+  ['watch', 'k', '--interval', '0'],
 ];
 
 describe('deadbolt usage errors', () => {
@@ -70,9 +79,9 @@ describe('deadbolt usage errors', () => {
   });
 
   it('an unknown scheme is a usage error', async () => {
-    const exit = await runCli(['run', 'k', '--url', 'etcd://127.0.0.1:2379', '--', 'true']);
+    const exit = await runCli(['run', 'k', '--url', 'consul://127.0.0.1:8500', '--', 'true']);
     expect(exit.code).toBe(64);
-    expect(exit.stderr).toContain('unknown scheme "etcd"');
+    expect(exit.stderr).toContain('unknown scheme "consul"');
   });
 
   // The control: a good command line does reach the same listener, so the zero above can fail.
@@ -97,7 +106,8 @@ describe('deadbolt --help and --version', () => {
 
   it('the help documents the exit codes and the polling of leader --watch', async () => {
     expect((await runCli(['--help'])).stdout).toMatch(/64 +usage error[\s\S]*75 [\s\S]*79 +run: the lock was lost/);
-    expect((await runCli(['leader', '--help'])).stdout).toContain('It polls the backend every --interval ms');
+    expect((await runCli(['release', '--help'])).stdout).toContain('Refused without --force');
+    expect((await runCli(['leader', '--help'])).stdout).toContain('it reads the leader every --interval ms');
   });
 
   it('--version prints the package version', async () => {

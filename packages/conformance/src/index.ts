@@ -35,6 +35,7 @@ export * from './suite/crowd.js';
 export * from './suite/lifecycle.js';
 export * from './suite/fencing.js';
 export * from './suite/run-once.js';
+export * from './suite/operations.js';
 export { ambiguousUrls, describeAmbiguousUrls, type AmbiguousUrlOptions } from './suite/ambiguous-urls.js';
 export {
   expectNoSecret,

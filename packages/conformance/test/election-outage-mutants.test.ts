@@ -33,6 +33,7 @@ function rethrowing(client: LockClient, election: Election): Election {
     name: election.name,
     id: election.id,
     leader: () => election.leader(),
+    observe: (options) => election.observe(options),
     resign: () => election.resign(),
     [Symbol.asyncDispose]: () => election.resign(),
     [Symbol.asyncIterator](): AsyncIterator<Term> {

@@ -37,6 +37,11 @@ export interface Capabilities {
    * from others for that long more, on its own clock. Absent: false (an acquire with a delay is refused).
    */
   readonly lockDelay?: boolean;
+  /**
+   * The operator API (`client.inspect`, `forceRelease`, `list`): the backend implements
+   * OperationsBackend. Absent: false (those calls refuse with UnsupportedOperationError).
+   */
+  readonly operations?: boolean;
 }
 
 /**

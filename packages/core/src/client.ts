@@ -22,6 +22,10 @@ import { checkLockDelaySupported } from './lock-delay.js';
 import { linkSignals, lostReason } from './link-signals.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
+import { ForcedReleaseError } from './forced-release-error.js';
+import { isOperationsBackend } from './operations-backend.js';
+import { forceReleaseKey, inspectKey, listInspections, type OperationsSite } from './operations.js';
+import type { ListOptions, LockInspection } from './operations-types.js';
 import { acquireAll } from './multi-lock.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
@@ -159,6 +163,28 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   lastRun(name: string): Promise<LastRun | null> {
     return lastRun(this.host(), name);
   }
+
+  inspect(key: string): Promise<LockInspection> {
+    return inspectKey(this.operationsSite, key);
+  }
+
+  forceRelease(key: string): Promise<boolean> {
+    return forceReleaseKey(this.operationsSite, key);
+  }
+
+  list(options?: ListOptions): AsyncIterable<LockInspection> {
+    return listInspections(this.operationsSite, options);
+  }
+
+  private readonly operationsSite: OperationsSite = {
+    clientId: this.id,
+    label: () => this.backendLabel,
+    backend: () => this.backendLoading,
+    prefixOf: (backend) => this.configuredPrefix ?? backend.defaultPrefix ?? '',
+    assertOpen: (key) => this.assertOpen(key),
+    call: (backend, action, key, fn) => this.call(backend, action, key, fn),
+    forced: (event) => this.emit('forced', event),
+  };
 
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this {
     this.emitter.on(event, listener as (...args: unknown[]) => void);
@@ -535,7 +561,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     const sentAt = Date.now();
     const renewed = await this.call(backend, 'renew', lease.userKey, () => backend.renew(lease.grant, lease.ttlMs));
     if (!renewed) {
-      this.markLost(lease, 'the renewal was refused: the lock expired or another owner holds it');
+      await this.markRefused(backend, lease, 'the renewal was refused: the lock expired or another owner holds it');
       throw lostReason(lease.controller.signal) ?? new LockLostError('renewal refused', context);
     }
     lease.confirmRenewal(sentAt);
@@ -629,6 +655,22 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     this.emit('lost', { key: lease.userKey, owner: lease.owner, error });
   }
 
+  /**
+   * A refused renewal: the hold is gone on the server. Where the backend keeps a forceRelease
+   * marker, one read says whether an operator took it back; the loss then says who.
+   */
+  private async markRefused(backend: LockBackend, lease: Lease, reason: string): Promise<void> {
+    if (isOperationsBackend(backend) && backend.forcedBy) {
+      const by = await this.call(backend, 'renew', lease.userKey, () => backend.forcedBy!(lease.grant)).catch(() => undefined);
+      if (by !== undefined) {
+        const cause = new ForcedReleaseError(by, { key: lease.userKey, backend: backend.name });
+        this.markLost(lease, cause.message, cause);
+        return;
+      }
+    }
+    this.markLost(lease, reason);
+  }
+
   private forget(lease: Lease): void {
     if (this.leases.get(lease.id) === lease) this.leases.delete(lease.id);
     this.renewer?.remove(lease);
@@ -683,6 +725,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         instruments.renewals.add(1, { backend: backend.name });
       },
       lost: (lease, reason, cause) => this.markLost(lease, reason, cause),
+      refused: (lease, reason) => void this.markRefused(backend, lease, reason),
       expiring: (lease, remainingMs, error) => this.emit('expiring', { key: lease.userKey, owner: lease.owner, remainingMs, error }),
       failed: (lease, error) =>
         this.reportError(lease.userKey, new BackendUnavailableError('renew', { key: lease.userKey, backend: backend.name, cause: error })),

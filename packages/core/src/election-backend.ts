@@ -31,6 +31,8 @@ export interface ElectionBackend extends LockBackend {
   campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined>;
   /** The current leader's participant id, or undefined when there is none. */
   leader(key: string, layout?: string): Promise<string | undefined>;
+  /** The leader's id with its term (the grant's fence), or undefined when there is none: what `observe()` reads. */
+  leaderInfo?(key: string): Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
 }
 
 export function isElectionBackend(backend: LockBackend): backend is ElectionBackend {

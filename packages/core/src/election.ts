@@ -5,6 +5,8 @@ import { candidacyBackoff, isTransient } from './candidacy-retry.js';
 import { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from './election-backend.js';
 import { DeadboltError, InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import type { PrimitiveHost } from './primitive-host.js';
+import { observeLeader, leaderReader, validateObserveOptions } from './observe-leader.js';
+import type { LeaderChange, ObserveOptions } from './operations-types.js';
 import { termOf } from './term.js';
 import type { Lock } from './types.js';
 import type { ElectOptions, Election, Term } from './types-multi.js';
@@ -63,6 +65,17 @@ export class DeadboltElection implements Election {
     const plan = this.host.plan(backend, this.name, { owner: this.owner, lockDelayMs: 0 }, true);
     const id = await this.host.call(backend, 'leader', this.name, () => backend.leader(plan.fullKey, this.options.layout));
     return id ?? null;
+  }
+
+  observe(options?: ObserveOptions): AsyncIterable<LeaderChange> {
+    validateObserveOptions(options, this.name, this.host.label());
+    const read = async () => {
+      const backend = await this.electionBackend();
+      const plan = this.host.plan(backend, this.name, { owner: this.owner, lockDelayMs: 0 }, true);
+      const reader = leaderReader(backend, plan.fullKey, this.options.layout);
+      return this.host.call(backend, 'leader', this.name, reader);
+    };
+    return observeLeader(read, options, this.host.closing);
   }
 
   async resign(): Promise<void> {

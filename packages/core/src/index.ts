@@ -48,6 +48,8 @@ export type {
 } from './types.js';
 export { createMemoryBackend } from './memory/backend.js';
 export type { ElectOptions, Election, MultiLock, Term } from './types-multi.js';
+export { ForcedReleaseError } from './forced-release-error.js';
+export type { ForcedEvent, LeaderChange, ListOptions, LockHolder, LockInspection, ObserveOptions } from './operations-types.js';
 export type { Acquirable, ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
 export type { LastRun, RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from './run-once/types.js';
 export { maxPermits } from './semaphore.js';

@@ -5,6 +5,8 @@ import type { Lease } from './lease.js';
 export interface RenewerHooks {
   renewed(lease: Lease): void;
   lost(lease: Lease, reason: string, cause?: unknown): void;
+  /** A renewal was refused (the hold is gone on the server); absent: lost. */
+  refused?(lease: Lease, reason: string): void;
   failed(lease: Lease, error: unknown): void;
   /** The lease entered jeopardy (Lease.jeopardyAt): `remainingMs` of it left, `error` why the renewal failed. */
   expiring(lease: Lease, remainingMs: number, error: Error): void;
@@ -143,7 +145,9 @@ export class Renewer {
         this.hooks.renewed(lease);
       } else if (result === false) {
         this.leases.delete(lease);
-        this.hooks.lost(lease, 'a renewal was refused: the lock expired or another owner holds it');
+        const reason = 'a renewal was refused: the lock expired or another owner holds it';
+        if (this.hooks.refused) this.hooks.refused(lease, reason);
+        else this.hooks.lost(lease, reason);
       } else {
         // Unknown outcome: keep trying, sooner, until the local lease deadline declares it lost.
         lease.renewError = new BackendUnavailableError('renew', { key: lease.userKey, backend: this.backend.name, cause: result });

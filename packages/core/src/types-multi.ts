@@ -1,3 +1,4 @@
+import type { LeaderChange, ObserveOptions } from './operations-types.js';
 import type { Lock } from './types.js';
 
 /** Several locks held as one (`client.acquireAll`): taken all or nothing, released together. */
@@ -66,4 +67,10 @@ export interface Election extends AsyncIterable<Term>, AsyncDisposable {
   leader(): Promise<string | null>;
   /** Gives up the current term (if any) and leaves the election: the iteration ends. Idempotent. */
   resign(): Promise<void>;
+  /**
+   * The leader now, then each change of leader or term, for as long as `options.signal` (or the
+   * client) lives; needs no candidacy (observing does not join the election). Reads the leader every
+   * `intervalMs` (250): a change shorter than that can go unseen.
+   */
+  observe(options?: ObserveOptions): AsyncIterable<LeaderChange>;
 }

@@ -2,6 +2,7 @@ import type { Capabilities, LockBackend } from './backend.js';
 import type { ElectOptions, Election, MultiLock } from './types-multi.js';
 import type { ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
 import type { LastRun, RunContext, RunOnceOptions, RunOnceResult } from './run-once/types.js';
+import type { ForcedEvent, ListOptions, LockInspection } from './operations-types.js';
 
 /** Options of one acquire / tryAcquire / withLock call. Unknown keys are rejected. */
 export interface AcquireOptions {
@@ -95,6 +96,8 @@ export interface LockEvents {
   expiring: [{ key: string; owner: string; remainingMs: number; error: Error }];
   contended: [{ key: string; owner: string; attempt: number }];
   error: [{ key: string | undefined; error: Error }];
+  /** This client took `key` back with forceRelease (`released`: something was held). */
+  forced: [ForcedEvent];
 }
 
 export interface LockClient {
@@ -121,6 +124,17 @@ export interface LockClient {
   runOnce<T>(name: string, fn: (context: RunContext) => Promise<T> | T, options: RunOnceOptions): Promise<RunOnceResult<T>>;
   /** The record of the job's last run, read from the server; null when it never ran. */
   lastRun(name: string): Promise<LastRun | null>;
+  /** Every hold on `key` now (mutex, read, write, permit), in one read. UnsupportedOperationError where the backend cannot read them. */
+  inspect(key: string): Promise<LockInspection>;
+  /**
+   * Removes every hold on `key` at once, whoever holds it: true when something was released. The
+   * holders learn it at once where the backend can tell them, else at their next renewal: their
+   * signal aborts with a LockLostError whose cause is a ForcedReleaseError. A holder still running
+   * is no longer excluded: only a fence checked by the resource keeps its late writes out.
+   */
+  forceRelease(key: string): Promise<boolean>;
+  /** The held keys under the client's prefix + `options.prefix`, each inspected. */
+  list(options?: ListOptions): AsyncIterable<LockInspection>;
   on<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   off<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;
   once<E extends keyof LockEvents>(event: E, listener: (...args: LockEvents[E]) => void): this;

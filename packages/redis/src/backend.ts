@@ -11,6 +11,7 @@ import {
   type Grant,
   type LockBackend,
   type MultiAttemptResult,
+  type OperationsBackend,
   type TermGrant,
 } from '@deadbolt/core/adapter';
 import { Cluster, type Redis } from 'ioredis';
@@ -27,6 +28,7 @@ import { RedlockMode } from './modes/redlock.js';
 import { SetnxMode } from './modes/setnx.js';
 import { bySlotThenKey, tryAcquireManySetnx } from './multi.js';
 import { ReleaseNotifier } from './notifier.js';
+import { operatorMethods, RedisOperations } from './operations.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { runRecordsOn } from './run-records.js';
 import { runScript } from './scripts.js';
@@ -72,6 +74,12 @@ export class RedisBackend implements LockBackend {
   /** setnx: elections on the lock, the fence as term, the leader's id beside it (election.ts). */
   readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
   readonly leader?: (key: string) => Promise<string | undefined>;
+  /** The operator methods (operations.ts), assigned in the constructor. */
+  declare readonly inspect: OperationsBackend['inspect'];
+  declare readonly forceRelease: OperationsBackend['forceRelease'];
+  declare readonly listKeys: OperationsBackend['listKeys'];
+  declare readonly forcedBy: OperationsBackend['forcedBy'];
+  declare readonly leaderInfo?: (key: string) => Promise<{ id: string; term: number } | undefined>;
 
   private readonly mode: LockMode;
   /** fair: read-write locks and semaphores (requests with a kind, and their grants) go here. */
@@ -173,6 +181,11 @@ export class RedisBackend implements LockBackend {
     Object.assign(this, runRecordsOn(this.commandConnections[0]!, this.run.bind(this)));
     this.callTimeoutMs = this.deadlineMs;
     this.ownDeadline = options.mode === 'redlock' || !this.commandConnections.every(hasCommandTimeout);
+    const ops = new RedisOperations(this.commandConnections, options.mode === 'getset' ? (options.now ?? Date.now) : undefined);
+    Object.assign(
+      this,
+      operatorMethods(ops, (action, key, fn) => this.run(action, key, fn), this.leader !== undefined),
+    );
   }
 
   private singleMode(connection: Redis | Cluster): LockMode {

@@ -11,6 +11,7 @@ import { inputCases } from './input.js';
 import { leaseCases } from './leases.js';
 import { lockDelayCases } from './lock-delay.js';
 import { multiCases } from './multi.js';
+import { operationsCases } from './operations.js';
 import { readWriteCases } from './read-write.js';
 import { reentrancyCases } from './reentrancy.js';
 import { safetyCases } from './safety.js';
@@ -40,6 +41,7 @@ export const caseGroups: Readonly<Record<string, readonly ConformanceCase[]>> = 
   fair: fairCases,
   fencing: fencingCases,
   runOnce: runOnceCases,
+  operations: operationsCases,
 };
 
 /**

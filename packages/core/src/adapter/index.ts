@@ -16,6 +16,13 @@ export type {
   LockKind,
 } from '../backend.js';
 export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
+export {
+  forcedMarkerMs,
+  isOperationsBackend,
+  type BackendInspection,
+  type OperationsBackend,
+} from '../operations-backend.js';
+export { ForcedReleaseError } from '../forced-release-error.js';
 export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
 export { storesRuns, type RunOnceBackend } from '../run-once/contract.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';

@@ -4,6 +4,8 @@ import type { CampaignRequest, ElectionBackend, TermGrant } from '../election-ba
 import { InvalidArgumentError } from '../errors.js';
 import type { MultiAttemptResult, MultiLockBackend } from '../multi-backend.js';
 import type { RunOnceBackend } from '../run-once/contract.js';
+import type { BackendInspection, OperationsBackend } from '../operations-backend.js';
+import { forceReleaseMemory, inspectMemory, listMemoryKeys } from './operations.js';
 import { isQueuedGrant } from './queued.js';
 import { memoryStore, type MemoryStore } from './store.js';
 
@@ -21,6 +23,7 @@ export const memoryCapabilities: Capabilities = Object.freeze({
   readWrite: true,
   semaphore: true,
   lockDelay: true,
+  operations: true,
 });
 
 /**
@@ -28,7 +31,7 @@ export const memoryCapabilities: Capabilities = Object.freeze({
  * is synchronous on the event loop, hence atomic. It is the reference the conformance suite is
  * proven on before any server adapter.
  */
-export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend, RunOnceBackend {
+export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend, RunOnceBackend, OperationsBackend {
   readonly capabilities = memoryCapabilities;
   /** The mutex keeps core's attempt loop woken by notifications; only the kinds queue (see acquire). */
   readonly acquireForKindsOnly = true;
@@ -68,6 +71,7 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
       fence: grant.fence ?? 0,
       expiresAt: now + request.ttlMs + lockDelayMs,
       ...(candidate === undefined ? {} : { candidate }),
+      lost: (cause) => request.onLost(grant, cause),
     });
     return grant;
   }
@@ -106,6 +110,27 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
   async leader(key: string): Promise<string | undefined> {
     this.touch();
     return this.store.live(key, Date.now())?.candidate;
+  }
+
+  async leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
+    this.touch();
+    const holder = this.store.live(key, Date.now());
+    return holder?.candidate === undefined ? undefined : { id: holder.candidate, term: holder.fence };
+  }
+
+  async inspect(key: string): Promise<BackendInspection> {
+    this.touch();
+    return inspectMemory(this.store, key, Date.now());
+  }
+
+  async forceRelease(key: string, by: string): Promise<boolean> {
+    this.touch();
+    return forceReleaseMemory(this.store, key, by, Date.now(), this.name);
+  }
+
+  async *listKeys(prefix: string): AsyncIterable<string> {
+    this.touch();
+    yield* listMemoryKeys(this.store, prefix, Date.now());
   }
 
   /**

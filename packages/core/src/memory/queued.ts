@@ -16,6 +16,10 @@ type Mode = LockKind['type'];
 export interface Holder {
   readonly token: string;
   readonly mode: Mode;
+  readonly owner: string;
+  readonly fence: number;
+  /** Tells the holder's client at once that the hold is gone (forceRelease). */
+  readonly lost: (cause: Error) => void;
   expiresAt: number;
 }
 
@@ -127,6 +131,39 @@ export class QueuedLocks {
     return count;
   }
 
+  /** The live entries of `key` (its read-write lock, its semaphore), expired holds dropped. */
+  entriesOf(key: string, now: number): Entry[] {
+    const found: Entry[] = [];
+    for (const id of [`rw\u0000${key}`, `semaphore\u0000${key}`]) {
+      const entry = this.entries.get(id);
+      if (!entry) continue;
+      this.expire(entry, now);
+      found.push(entry);
+    }
+    return found;
+  }
+
+  /** Removes every hold of `key`'s entries in this tick and tells each holder; the queue moves on. */
+  forceRelease(key: string, now: number, cause: Error): number {
+    let removed = 0;
+    for (const entry of this.entriesOf(key, now)) {
+      const holders = [...entry.holders.values()];
+      entry.holders.clear();
+      removed += holders.length;
+      for (const holder of holders) holder.lost(cause);
+      this.pump(entry, now);
+    }
+    return removed;
+  }
+
+  /** The keys of every entry with a live holder. */
+  *keys(now: number): Iterable<string> {
+    for (const entry of [...this.entries.values()]) {
+      this.expire(entry, now);
+      if (entry.holders.size > 0) yield entry.id.slice(entry.id.indexOf('\u0000') + 1);
+    }
+  }
+
   protected entryFor(request: AcquireRequest & { readonly kind: LockKind }): Entry {
     const permits = request.kind.type === 'permit' ? request.kind.permits : undefined;
     const id = `${permits === undefined ? 'rw' : 'semaphore'}\u0000${request.key}`;
@@ -148,9 +185,18 @@ export class QueuedLocks {
 
   protected grantTo(entry: Entry, request: AcquireRequest & { readonly kind: LockKind }, now: number): QueuedGrant {
     const token = randomUUID();
-    entry.holders.set(token, { token, mode: request.kind.type, expiresAt: now + request.ttlMs });
     // Every grant gets a new fence, readers and permits too (ZooKeeper's czxid behaves the same).
-    return { key: request.key, owner: request.owner, token, fence: this.nextFence(entry.id), entry: entry.id };
+    const grant: QueuedGrant = { key: request.key, owner: request.owner, token, fence: this.nextFence(entry.id), entry: entry.id };
+    const lost = (cause: Error): void => request.onLost(grant, cause);
+    entry.holders.set(token, {
+      token,
+      mode: request.kind.type,
+      owner: request.owner,
+      fence: grant.fence!,
+      lost,
+      expiresAt: now + request.ttlMs,
+    });
+    return grant;
   }
 
   /** Grants from the head of the queue while the head fits. */

@@ -12,6 +12,8 @@ export interface MemoryEntry {
   expiresAt: number;
   /** The participant id, when the entry is an election's term. */
   readonly candidate?: string;
+  /** Tells the holder's client at once that the hold is gone (forceRelease). */
+  readonly lost?: (cause: Error) => void;
 }
 
 import { KeyedWaiters } from '../adapter/keyed-waiters.js';
@@ -53,6 +55,11 @@ export class MemoryStore {
     const next = (this.fences.get(key) ?? 0) + 1;
     this.fences.set(key, next);
     return next;
+  }
+
+  /** Every key with an entry (some may have just expired: read each with `live`). */
+  keys(): string[] {
+    return [...this.entries.keys()];
   }
 
   get size(): number {

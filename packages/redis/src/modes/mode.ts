@@ -33,4 +33,6 @@ export const baseCapabilities = {
   minTtlMs: 1,
   // Redis allows 512 MB keys; locks do not need them, and every script copies the key.
   maxKeyBytes: 8_192,
+  // inspect, forceRelease, list (operations.ts)
+  operations: true,
 } as const;
