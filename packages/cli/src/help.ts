@@ -7,6 +7,7 @@ export const inspectUsage = 'usage: deadbolt inspect <key> [--url URL] [--json]'
 export const listUsage = 'usage: deadbolt list [--url URL] [--prefix p] [--limit n] [--json]';
 export const releaseUsage = 'usage: deadbolt release <key> --force [--url URL] [--json]';
 export const watchUsage = 'usage: deadbolt watch <key...> [--url URL] [--interval ms]';
+export const lastRunUsage = 'usage: deadbolt last-run <job> [--url URL] [--json]';
 
 export const defaults = Object.freeze({ ttlMs: 30_000, waitMs: 10_000, graceMs: 5_000, intervalMs: 1_000 });
 
@@ -21,6 +22,7 @@ Commands:
   list                        the held locks (under --prefix)
   release <key> --force       take the lock <key> back from whoever holds it
   watch <key...>              a live view of the locks <key...>
+  last-run <job>              when the run-once job <job> last ran, where, and how it ended
 
 The backend is --url URL, or DEADBOLT_URL when --url is not given: redis://host:6379,
 postgres://user:password@host:5432/db, zookeeper://host:2181, memcached://host:11211. Its adapter
@@ -142,3 +144,16 @@ Options:
   -h, --help       this text
 
 Exit codes: 0 interrupted, 64 usage, 69 backend unavailable, 78 configuration.`;
+
+export const lastRunHelp = `${lastRunUsage}
+
+Prints the record of the last run of the run-once job <job> (locks.runOnce): who ran it (its runner
+id), when it started and finished (by the runner's clock), its fence, and its outcome: ok, failed or
+aborted with the error's message, or running (also left behind by a runner that died mid-run).
+
+Options:
+  --url URL      the backend (default: DEADBOLT_URL)
+  --json         one line: {"job", "runner", "startedAt", "finishedAt"?, "fence"?, "outcome", "error"?}, or {"job"} when it never ran
+  -h, --help     this text
+
+Exit codes: 0 a record, 1 the job never ran, 64 usage, 69 backend unavailable.`;

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { exitCodes } from './exit-codes.js';
 import { mainHelp, mainUsage } from './help.js';
+import { lastRunCommand } from './last-run.js';
 import { leaderCommand } from './leader.js';
 import { inspectCommand, listCommand, releaseCommand } from './operator-commands.js';
 import { watchCommand } from './watch.js';
@@ -32,6 +33,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return await releaseCommand(rest, io, output);
       case 'watch':
         return await watchCommand(rest, io, output);
+      case 'last-run':
+        return await lastRunCommand(rest, io, output);
       case '--version':
       case '-V':
         output.help(version);

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { parseMs } from './durations.js';
-import { defaults, inspectUsage, listUsage, releaseUsage, watchUsage } from './help.js';
+import { defaults, inspectUsage, lastRunUsage, listUsage, releaseUsage, watchUsage } from './help.js';
 import { commonOptions, usageErrorOf } from './parse.js';
 import { UsageError } from './usage-error.js';
 
@@ -27,6 +27,16 @@ export function parseInspectArgs(argv: readonly string[]): Help | { help: false;
   if (key === undefined || key === '') throw new UsageError('missing the key', inspectUsage);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, inspectUsage);
   return { help: false, url: values.url as string | undefined, key, json: values.json === true };
+}
+
+/** `last-run <job> [--json]` */
+export function parseLastRunArgs(argv: readonly string[]): Help | { help: false; url: string | undefined; job: string; json: boolean } {
+  const { values, positionals } = parse(argv, lastRunUsage, { json: { type: 'boolean' } });
+  if (values.help === true) return { help: true };
+  const [job, ...extra] = positionals;
+  if (job === undefined || job === '') throw new UsageError('missing the job name', lastRunUsage);
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`, lastRunUsage);
+  return { help: false, url: values.url as string | undefined, job, json: values.json === true };
 }
 
 /** `list [--prefix p] [--limit n] [--json]` */

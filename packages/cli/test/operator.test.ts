@@ -82,6 +82,22 @@ describe('deadbolt inspect, list, release and watch (Redis)', () => {
     expect(again.stdout).toBe('ops/cron was not held\n');
   });
 
+  it('last-run --json shows the record of a run-once job (exit 0), and a job that never ran (exit 1)', async () => {
+    const result = await client.runOnce('ops/nightly', () => 'done', { lockAtLeastForMs: 0, lockAtMostForMs: 10_000, runner: 'replica-7' });
+    expect(result).toEqual({ ran: true, value: 'done' });
+    const shown = await runCli(['last-run', 'ops/nightly', '--json'], { DEADBOLT_URL: server.url });
+    expect(shown.code, shown.stderr).toBe(0);
+    const record = JSON.parse(shown.stdout) as Record<string, unknown>;
+    expect(record).toMatchObject({ job: 'ops/nightly', runner: 'replica-7', outcome: 'ok' });
+    expect(typeof record.fence).toBe('number');
+    expect(Date.parse(String(record.finishedAt))).toBeGreaterThanOrEqual(Date.parse(String(record.startedAt)));
+    const plain = await runCli(['last-run', 'ops/nightly'], { DEADBOLT_URL: server.url });
+    expect(plain.stdout).toMatch(/^ops\/nightly ok \(runner replica-7, started \S+, finished \S+ fence \d+\)\n$/);
+    const never = await runCli(['last-run', 'ops/never', '--json'], { DEADBOLT_URL: server.url });
+    expect(never.code, never.stderr).toBe(1);
+    expect(JSON.parse(never.stdout)).toEqual({ job: 'ops/never' });
+  });
+
   it('watch on a pipe prints a plain line at each change of the key, until SIGINT (exit 0)', async () => {
     const watcher = startCli(['watch', 'ops/watched', '--interval', '50'], { DEADBOLT_URL: server.url });
     try {

@@ -51,6 +51,8 @@ const badCommandLines: readonly (readonly string[])[] = [
   ['release', 'k'],
   ['release', '--force'],
   ['watch'],
+  ['last-run'],
+  ['last-run', 'a', 'b'],
   ['watch', 'k', '--interval', '0'],
 ];
 
