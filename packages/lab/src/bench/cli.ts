@@ -29,11 +29,12 @@ Subjects compared with each other run interleaved (alternating slices), so they 
                  repeatable. redis-replicated: setnx with and without replicas=1 on a primary with one replica
   --out DIR      where results.json and results.md go (default bench-results)
 
-npm run bench -- --scaling [--quick] [--backend NAME]... [--mode MODE]... [--points 1,10,200] [--held 1000,100000|none] [--keys 1,1000|none]
+npm run bench -- --scaling [--quick] [--backend NAME]... [--mode MODE]... [--points 1,10,200] [--held 1000,100000|none] [--keys 1,1000|none] [--held-ttl MS]
   Curves instead of rows: N workers on one key (1 to 200) beside the hand-off and the peers, 1,000 to
   100,000 held locks (heap, renewals, CPU), 1 to 1,000 keys in flight; writes results.json,
   results.md and index.html (charts) to --out (default bench-results/scaling). --mode picks Deadbolt
-  modes (baselines always run); --quick trims every curve to a few points.`;
+  modes (baselines always run); --quick trims every curve to a few points; --held-ttl sets the held
+  locks' ttl (default 3000 ms: a renewal tick every second).`;
 
 interface Measurement {
   readonly label: string;
@@ -140,6 +141,7 @@ async function main(): Promise<void> {
       points: { type: 'string' },
       held: { type: 'string' },
       keys: { type: 'string' },
+      'held-ttl': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,

@@ -83,15 +83,26 @@ function commandCounterFor(url: string): Promise<CommandCounter> | undefined {
   return scheme === 'redis' || scheme === 'rediss' ? redisCommandCounter(url) : undefined;
 }
 
+interface RenewalTimes {
+  readonly durations: number[];
+  /** Renewal calls that threw (a timeout, a dropped connection): core retries them sooner. */
+  errors: number;
+}
+
 /** Times every renewal call (renew, renewMany) the client makes on this backend, in place. */
-function timeRenewals(backend: LockBackend): number[] {
-  const durations: number[] = [];
+function timeRenewals(backend: LockBackend): RenewalTimes {
+  const times: RenewalTimes = { durations: [], errors: 0 };
+  const { durations } = times;
+  const failed = (error: unknown): never => {
+    times.errors += 1;
+    throw error;
+  };
   const mutable = backend as { renew: LockBackend['renew']; renewMany?: LockBackend['renewMany'] };
   const renew = backend.renew.bind(backend);
   mutable.renew = async (grant: Grant, ttlMs: number) => {
     const started = performance.now();
     try {
-      return await renew(grant, ttlMs);
+      return await renew(grant, ttlMs).catch(failed);
     } finally {
       durations.push(performance.now() - started);
     }
@@ -101,13 +112,13 @@ function timeRenewals(backend: LockBackend): number[] {
     mutable.renewMany = async (grants: readonly Grant[], ttls: readonly number[]) => {
       const started = performance.now();
       try {
-        return await renewMany(grants, ttls);
+        return await renewMany(grants, ttls).catch(failed);
       } finally {
         durations.push(performance.now() - started);
       }
     };
   }
-  return durations;
+  return times;
 }
 
 export interface HeldSettings {
@@ -124,7 +135,7 @@ export interface HeldSettings {
  */
 export async function runHeld(url: string, backendLabel: string, mode: string, settings: HeldSettings): Promise<HeldPoint> {
   const inner = await makeBackend(url);
-  const durations = timeRenewals(inner);
+  const renewals = timeRenewals(inner);
   const counted = countRenewals(inner);
   const client = createLockClient({ backend: counted.backend, prefix: `${settings.keyspace}:` });
   const counter = await commandCounterFor(url);
@@ -143,7 +154,8 @@ export async function runHeld(url: string, backendLabel: string, mode: string, s
       );
     }
     const acquireMs = performance.now() - acquiredAt;
-    durations.length = 0;
+    renewals.durations.length = 0;
+    const errorsBefore = renewals.errors;
     const commandsBefore = await counter?.read();
     const callsBefore = counted.calls();
     const cpuBefore = process.cpuUsage();
@@ -153,11 +165,15 @@ export async function runHeld(url: string, backendLabel: string, mode: string, s
     const cpu = process.cpuUsage(cpuBefore);
     const calls = counted.calls() - callsBefore;
     const commandsAfter = await counter?.read();
-    const renewals = summarizeLatencies([...durations]);
+    const renewalLatency = summarizeLatencies([...renewals.durations]);
+    const renewalErrors = renewals.errors - errorsBefore;
     const lost = locks.filter((lock) => !lock.held).length;
     const heapPerLock = ((await heapWhileHeld(counted, gc, settings.ttlMs)) - heapBefore) / settings.locks;
     const ticks = Math.max(1, Math.round(windowMs / (settings.ttlMs / 3)));
-    await Promise.all(locks.map((lock) => lock.release()));
+    // In batches, like the acquires: 100,000 releases at once on one connection outlast the command timeout.
+    for (let start = 0; start < locks.length; start += 500) {
+      await Promise.allSettled(locks.slice(start, start + 500).map((lock) => lock.release()));
+    }
     return {
       backend: backendLabel,
       mode,
@@ -169,8 +185,9 @@ export async function runHeld(url: string, backendLabel: string, mode: string, s
       serverCommandsPerTick:
         commandsBefore === undefined || commandsAfter === undefined ? null : round((commandsAfter - commandsBefore) / ticks, 2),
       clientCpuPercent: round(((cpu.user + cpu.system) / 1000 / windowMs) * 100, 1),
-      renewalP50Ms: renewals.p50Ms,
-      renewalP99Ms: renewals.p99Ms,
+      renewalP50Ms: renewalLatency.p50Ms,
+      renewalP99Ms: renewalLatency.p99Ms,
+      renewalErrors,
       windowMs: Math.round(windowMs),
       acquirePerSec: round(settings.locks / (acquireMs / 1000), 1),
     };

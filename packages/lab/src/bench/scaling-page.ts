@@ -129,10 +129,21 @@ function heldSection(points: readonly HeldPoint[]): string {
     p.serverCommandsPerTick === null ? '-' : fixed(p.serverCommandsPerTick),
     fixed(p.clientCpuPercent, 1),
     `${fixed(p.renewalP50Ms)} / ${fixed(p.renewalP99Ms)}`,
+    String(p.renewalErrors),
     String(p.lost),
   ]);
   return `<div class="charts">${charts.map(lineChart).join('')}</div>${table(
-    ['mode', 'locks', 'heap B/lock', 'renewal calls/tick (client)', 'commands/tick (server)', 'CPU %', 'renewal p50 / p99 ms', 'lost'],
+    [
+      'mode',
+      'locks',
+      'heap B/lock',
+      'renewal calls/tick (client)',
+      'commands/tick (server)',
+      'CPU %',
+      'renewal p50 / p99 ms',
+      'renewal errors',
+      'lost',
+    ],
     rows,
     'held',
   )}`;

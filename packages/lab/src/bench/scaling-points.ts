@@ -47,13 +47,23 @@ export function parsePointList(option: string, text: string): number[] {
   return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
+function onePoint(option: string, text: string): number {
+  const [value, ...more] = parsePointList(option, text);
+  if (value === undefined || more.length > 0) throw new TypeError(`--${option}: one positive whole number (milliseconds), not "${text}"`);
+  return value;
+}
+
 /** The points of a run: `--quick` or the full set, each list replaced where its option is given. */
-export function choosePoints(quick: boolean, options: { points?: string; held?: string; keys?: string }): ScalingPoints {
+export function choosePoints(
+  quick: boolean,
+  options: { points?: string; held?: string; keys?: string; 'held-ttl'?: string },
+): ScalingPoints {
   const base = quick ? quickPoints : fullPoints;
   return {
     ...base,
     ...(options.points === undefined ? {} : { workers: parsePointList('points', options.points) }),
     ...(options.held === undefined ? {} : { held: parsePointList('held', options.held) }),
     ...(options.keys === undefined ? {} : { keys: parsePointList('keys', options.keys) }),
+    ...(options['held-ttl'] === undefined ? {} : { heldTtlMs: onePoint('held-ttl', options['held-ttl']) }),
   };
 }

@@ -39,7 +39,18 @@ export function scalingMarkdown(results: ScalingResults): string {
     '## Held locks',
     '',
     markdownTable(
-      ['mode', 'locks', 'heap B/lock', 'renewal calls/tick', 'server commands/tick', 'CPU %', 'renewal p50 ms', 'renewal p99 ms', 'lost'],
+      [
+        'mode',
+        'locks',
+        'heap B/lock',
+        'renewal calls/tick',
+        'server commands/tick',
+        'CPU %',
+        'renewal p50 ms',
+        'renewal p99 ms',
+        'renewal errors',
+        'lost',
+      ],
       results.held.map((p) => [
         `${p.backend} ${p.mode}`,
         String(p.locks),
@@ -49,6 +60,7 @@ export function scalingMarkdown(results: ScalingResults): string {
         String(p.clientCpuPercent),
         String(p.renewalP50Ms),
         String(p.renewalP99Ms),
+        String(p.renewalErrors),
         String(p.lost),
       ]),
     ),

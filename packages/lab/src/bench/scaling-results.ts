@@ -38,6 +38,8 @@ export interface HeldPoint {
   /** Duration of the renewal calls (renew or renewMany), client side. */
   readonly renewalP50Ms: number;
   readonly renewalP99Ms: number;
+  /** Renewal calls that threw in the window (a command timeout, say); core retries them every ttl / 10. */
+  readonly renewalErrors: number;
   readonly windowMs: number;
   readonly acquirePerSec: number;
 }

@@ -43,8 +43,11 @@ function logScale(min: number, max: number, from: number, to: number): Scale {
       if (value >= 10 ** low && value <= 10 ** high) ticks.push(value);
     }
   }
-  const span = high - low;
-  return { at: (value) => from + ((Math.log10(value) - low) / span) * (to - from), ticks };
+  // The axis ends at the first 1-2-5 tick at or above the largest value, not at the next decade.
+  const end = ticks.find((tick) => tick >= max && tick > 10 ** low) ?? 10 ** high;
+  const kept = ticks.filter((tick) => tick <= end);
+  const span = Math.log10(end) - low;
+  return { at: (value) => from + ((Math.log10(value) - low) / span) * (to - from), ticks: kept };
 }
 
 function linearScale(max: number, from: number, to: number): Scale {
