@@ -46,6 +46,8 @@ const held = (mode: string, locks: number, heap: number, cpu: number): HeldPoint
   locks,
   ttlMs: 3_000,
   lost: 0,
+  lostWhileAcquiring: 0,
+  renewalErrorsWhileAcquiring: 0,
   heapBytesPerLock: heap,
   clientRenewalCallsPerTick: 1,
   serverCommandsPerTick: locks,

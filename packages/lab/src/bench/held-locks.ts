@@ -154,6 +154,8 @@ export async function runHeld(url: string, backendLabel: string, mode: string, s
       );
     }
     const acquireMs = performance.now() - acquiredAt;
+    const lostWhileAcquiring = locks.filter((lock) => !lock.held).length;
+    const renewalErrorsWhileAcquiring = renewals.errors;
     renewals.durations.length = 0;
     const errorsBefore = renewals.errors;
     const commandsBefore = await counter?.read();
@@ -180,6 +182,8 @@ export async function runHeld(url: string, backendLabel: string, mode: string, s
       locks: settings.locks,
       ttlMs: settings.ttlMs,
       lost,
+      lostWhileAcquiring,
+      renewalErrorsWhileAcquiring,
       heapBytesPerLock: Math.round(heapPerLock),
       clientRenewalCallsPerTick: round(calls / ticks, 2),
       serverCommandsPerTick:

@@ -130,7 +130,7 @@ function heldSection(points: readonly HeldPoint[]): string {
     fixed(p.clientCpuPercent, 1),
     `${fixed(p.renewalP50Ms)} / ${fixed(p.renewalP99Ms)}`,
     String(p.renewalErrors),
-    String(p.lost),
+    `${p.lost} (${p.lostWhileAcquiring} while taking them)`,
   ]);
   return `<div class="charts">${charts.map(lineChart).join('')}</div>${table(
     [
@@ -142,7 +142,7 @@ function heldSection(points: readonly HeldPoint[]): string {
       'CPU %',
       'renewal p50 / p99 ms',
       'renewal errors',
-      'lost',
+      'lost (while taking them)',
     ],
     rows,
     'held',

@@ -27,7 +27,11 @@ export interface HeldPoint {
   readonly mode: string;
   readonly locks: number;
   readonly ttlMs: number;
+  /** Locks lost by the end of the window; of them, those already lost when the last one was taken. */
   readonly lost: number;
+  readonly lostWhileAcquiring: number;
+  /** Renewal calls that threw while the locks were being taken (before the window). */
+  readonly renewalErrorsWhileAcquiring: number;
   readonly heapBytesPerLock: number;
   /** Renewal calls the client made (each one round trip, pipelined) per renewal tick (ttl / 3). */
   readonly clientRenewalCallsPerTick: number;
