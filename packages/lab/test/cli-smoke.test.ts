@@ -75,4 +75,33 @@ describe('command-line entry points (built dist)', () => {
     expect(markdown).toContain('were interleaved');
     expect(markdown).toMatch(/Load average \(1 \/ 5 \/ 15 min\): [\d.]+ \/ [\d.]+ \/ [\d.]+ at the start/);
   }, 70_000);
+
+  it('bench --scaling, trimmed to one point of each curve on the memory backend, writes results.json, results.md and index.html', async () => {
+    const dir = join(out, 'scaling');
+    const args = ['--scaling', '--quick', '--backend', 'memory', '--points', '2', '--held', '200', '--keys', '2', '--out', dir];
+    const result = await run('bench/cli.js', args, 60_000);
+    expect(result.code, result.stderr).toBe(0);
+    const json = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as {
+      method: { loadAverageAtStart: number[] };
+      contention: { workers: number }[];
+      held: { locks: number; lost: number }[];
+      keys: { keys: number }[];
+    };
+    expect(json.method.loadAverageAtStart).toHaveLength(3);
+    expect(json.contention.map((point) => point.workers)).toEqual([2]);
+    expect(json.held).toMatchObject([{ locks: 200, lost: 0 }]);
+    expect(json.keys.map((point) => point.keys)).toEqual([2]);
+    expect(readFileSync(join(dir, 'index.html'), 'utf8')).toContain('<svg role="img"');
+    expect(readFileSync(join(dir, 'results.md'), 'utf8')).toContain('## Held locks');
+  }, 70_000);
+
+  it('bench --scaling refuses a bad point list before starting anything, exit 1', async () => {
+    const result = await run(
+      'bench/cli.js',
+      ['--scaling', '--backend', 'memory', '--points', '0,10', '--out', join(out, 'refused')],
+      20_000,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('--points: "0" is not a positive whole number');
+  });
 });

@@ -14,6 +14,8 @@ import { type Contestant, runInterleaved, type SliceSchedule } from './interleav
 import { addMutexRatios, openPrimitive } from './primitives.js';
 import { addRatios, describeMachine, renderTable, writeResults } from './report.js';
 import { runScale } from './scale.js';
+import { runScaling } from './scaling-cli.js';
+import { choosePoints } from './scaling-points.js';
 import type { BenchRow, Subject } from './subject.js';
 import { contendedWorkload, openContended, openUncontended, type Slicer } from './workloads.js';
 
@@ -25,7 +27,14 @@ Subjects compared with each other run interleaved (alternating slices), so they 
   --quick        a ~30 s subset (uncontended and 10-worker contention, short runs, no scale run)
   --backend X    only these backends (memory, redis, redis-replicated, postgres, memcached, zookeeper);
                  repeatable. redis-replicated: setnx with and without replicas=1 on a primary with one replica
-  --out DIR      where results.json and results.md go (default bench-results)`;
+  --out DIR      where results.json and results.md go (default bench-results)
+
+npm run bench -- --scaling [--quick] [--backend NAME]... [--mode MODE]... [--points 1,10,200] [--held 1000,100000|none] [--keys 1,1000|none] [--held-ttl MS]
+  Curves instead of rows: N workers on one key (1 to 200) beside the hand-off and the peers, 1,000 to
+  100,000 held locks (heap, renewals, CPU), 1 to 1,000 keys in flight; writes results.json,
+  results.md and index.html (charts) to --out (default bench-results/scaling). --mode picks Deadbolt
+  modes (baselines always run); --quick trims every curve to a few points; --held-ttl sets the held
+  locks' ttl (default 3000 ms: a renewal tick every second).`;
 
 interface Measurement {
   readonly label: string;
@@ -127,6 +136,12 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       backend: { type: 'string', multiple: true },
       out: { type: 'string' },
+      scaling: { type: 'boolean', default: false },
+      mode: { type: 'string', multiple: true },
+      points: { type: 'string' },
+      held: { type: 'string' },
+      keys: { type: 'string' },
+      'held-ttl': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -148,6 +163,12 @@ async function main(): Promise<void> {
     zookeeper: startZooKeeper,
     redisReplicated: startReplicatedRedis,
   };
+  if (values.scaling) {
+    const points = choosePoints(quick, values);
+    const options = { backends: wanted, modes: new Set(values.mode ?? []), points, out: values.out ?? 'bench-results/scaling' };
+    await runScaling({ ...options, plans: backendPlans(starters) });
+    return;
+  }
   for (const plan of backendPlans(starters)) {
     if (wanted.size > 0 && !wanted.has(plan.backend)) continue;
     const missing = await adapterMissing(plan);

@@ -11,7 +11,7 @@ export interface ScaleSettings {
   readonly keyspace: string;
 }
 
-interface CountedBackend {
+export interface CountedBackend {
   readonly backend: LockBackend;
   calls(): number;
   grants(): number;
@@ -20,7 +20,7 @@ interface CountedBackend {
 }
 
 /** Wraps a backend to count renewal round trips and see when none is in flight; the rest passes through. */
-function countRenewals(backend: LockBackend): CountedBackend {
+export function countRenewals(backend: LockBackend): CountedBackend {
   let calls = 0;
   let grants = 0;
   let inFlight = 0;
@@ -68,7 +68,7 @@ function countRenewals(backend: LockBackend): CountedBackend {
 }
 
 /** Two passes: objects kept alive by finalizers or weak references only go on the second. */
-function fullGc(gc: (() => void) | undefined): number {
+export function fullGc(gc: (() => void) | undefined): number {
   gc?.();
   gc?.();
   return process.memoryUsage().heapUsed;
@@ -79,7 +79,7 @@ function fullGc(gc: (() => void) | undefined): number {
  * batch is in flight also counts its pending commands: one run read setnx at 0.7 KB per lock, the
  * next at 2.0 KB), the least of a few such samples.
  */
-async function heapWhileHeld(counted: CountedBackend, gc: (() => void) | undefined, ttlMs: number): Promise<number> {
+export async function heapWhileHeld(counted: CountedBackend, gc: (() => void) | undefined, ttlMs: number): Promise<number> {
   let least = Number.POSITIVE_INFINITY;
   for (let sample = 0; sample < 3; sample++) {
     if (sample > 0) await delay(ttlMs / 5);
@@ -89,7 +89,7 @@ async function heapWhileHeld(counted: CountedBackend, gc: (() => void) | undefin
   return least;
 }
 
-async function makeBackend(url: string): Promise<LockBackend> {
+export async function makeBackend(url: string): Promise<LockBackend> {
   const parsed = new URL(url);
   const scheme = parsed.protocol.replace(/:$/, '');
   const packageName = knownBackendPackages[scheme];
