@@ -135,10 +135,16 @@ export class EtcdBackend implements ElectionBackend {
     const ours = grant as EtcdGrant;
     this.riding.get(ours.leaseId)?.delete(ours);
     return this.bounded('release', grant.key, async () => {
+      const remove = () => deleteContender(this.client, ours.token, ours.revision, callOptions(this.options));
       try {
-        return await deleteContender(this.client, ours.token, ours.revision, callOptions(this.options));
-      } finally {
+        const deleted = await remove();
         this.held.free(ours.token);
+        return deleted;
+      } catch (error) {
+        // The key may still be there: its slot stays taken until a background delete lands, or the
+        // next hold of ours would adopt the key, and with it this hold's fence.
+        this.deleteLater(ours.token, remove);
+        throw error;
       }
     });
   }
@@ -203,12 +209,17 @@ export class EtcdBackend implements ElectionBackend {
       await remove();
       this.held.free(key);
     } catch {
-      if (this.closing.signal.aborted) return;
-      this.pendingDeletes.add(key, async () => {
-        await remove();
-        this.held.free(key);
-      });
+      this.deleteLater(key, remove);
     }
+  }
+
+  /** Retries a delete that failed in the background; the key's local slot is freed once it lands. */
+  private deleteLater(key: string, remove: () => Promise<unknown>): void {
+    if (this.closing.signal.aborted) return;
+    this.pendingDeletes.add(key, async () => {
+      await remove();
+      this.held.free(key);
+    });
   }
 
   private grantOn(lease: SessionLease, request: AcquireRequest, key: string, revision: string): EtcdGrant {
