@@ -19,6 +19,7 @@ import { contenderKey, contendersPrefix } from './keys.js';
 import { contenderAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { PendingDeletes } from './pending-deletes.js';
+import { checkCandidate, refusedConfiguration } from './refused.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
 /**
@@ -97,6 +98,7 @@ export class EtcdBackend implements ElectionBackend {
 
   /** Go's Election.Campaign: the same queue, with the participant id as the value; term = create_revision. */
   campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    checkCandidate(request.candidate, request.key);
     return this.guard('elect', request.key, () => this.contend(request, Buffer.from(request.candidate, 'utf8'), true, deadline, signal));
   }
 
@@ -237,7 +239,10 @@ export class EtcdBackend implements ElectionBackend {
 
   /** A single bounded call: the kit's guard with our deadline and typed errors. */
   private bounded<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
-    return guardCall(body, {
+    const refused = (error: unknown): never => {
+      throw refusedConfiguration(error, key, this.endpoint) ?? error;
+    };
+    return guardCall(() => body().catch(refused), {
       action,
       key,
       backend: this.name,
@@ -251,7 +256,9 @@ export class EtcdBackend implements ElectionBackend {
   private guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
     return body().catch((error: unknown) => {
       if (error instanceof DeadboltError) throw error;
-      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+      throw (
+        refusedConfiguration(error, key, this.endpoint) ?? new BackendUnavailableError(action, { key, backend: this.name, cause: error })
+      );
     });
   }
 }
