@@ -16,7 +16,7 @@ import type { Etcd3 } from 'etcd3';
 import { callOptions, createEtcdClient } from './client.js';
 import { HeldKeys } from './held-keys.js';
 import { contenderKey, contendersPrefix } from './keys.js';
-import { contenderAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
+import { contenderAlive, contendersAlive, createContender, deleteContender, firstContender, waitForPredecessors } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { PendingDeletes } from './pending-deletes.js';
 import { checkCandidate, refusedConfiguration } from './refused.js';
@@ -117,6 +117,20 @@ export class EtcdBackend implements ElectionBackend {
       const lease = await this.session.lease();
       if (lease.id !== ours.leaseId) return false;
       return contenderAlive(this.client, ours.token, ours.revision, ours.leaseId, callOptions(this.options));
+    });
+  }
+
+  /** Auto-renewal's batch: every grant's key read, 128 to a txn; a grant on an older lease is gone. */
+  renewMany(grants: readonly Grant[]): Promise<readonly boolean[]> {
+    const ours = grants as readonly EtcdGrant[];
+    return this.bounded('renew', grants[0]?.key ?? '', async () => {
+      const lease = await this.session.lease();
+      const alive = await contendersAlive(
+        this.client,
+        ours.map((grant) => ({ key: grant.token, revision: grant.revision, leaseId: grant.leaseId })),
+        callOptions(this.options),
+      );
+      return alive.map((held, index) => held && ours[index]!.leaseId === lease.id);
     });
   }
 
