@@ -104,7 +104,19 @@ describeLockConformance({
     create: (server, proxy, { prefix }) => clientOn(proxy.rewrite(server!.url), prefix),
   },
 });
-describeLockConformance({ name: 'etcd (3-member cluster)', servers: clusterHandle, ...common });
+describeLockConformance({
+  name: 'etcd (3-member cluster)',
+  servers: clusterHandle,
+  ...common,
+  // Every member at once: the whole cluster frozen, restarted, down and up again.
+  faults: {
+    pause: (server) => server.pause(),
+    resume: (server) => server.resume(),
+    restart: (server) => server.restart(),
+    down: (server) => server.down(),
+    up: (server) => server.up(),
+  },
+});
 
 // Authentication: the credential never shows in a client, lock or error. The other groups run the
 // same code on the single member without authentication.
