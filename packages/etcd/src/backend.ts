@@ -18,9 +18,10 @@ import { HeldKeys } from './held-keys.js';
 import { contenderKey, contendersPrefix } from './keys.js';
 import { planFor, waitFirstInQueue, type ContenderPlan, type TurnContext } from './kinds.js';
 import { checkMultiSize, createAll } from './multi-recipe.js';
-import { contenderAlive, createContender, deleteContender, firstContender, type Contention } from './mutex-recipe.js';
+import { contenderAlive, contendersAlive, createContender, deleteContender, firstContender, type Contention } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { PendingDeletes } from './pending-deletes.js';
+import { checkCandidate, refusedConfiguration } from './refused.js';
 import { runOnceOn } from './run-once.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
@@ -104,6 +105,7 @@ export class EtcdBackend implements ElectionBackend {
 
   /** Go's Election.Campaign: the same queue, with the participant id as the value; term = create_revision. */
   campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
+    checkCandidate(request.candidate, request.key);
     return this.guard('elect', request.key, () => this.contend(request, Buffer.from(request.candidate, 'utf8'), true, deadline, signal));
   }
 
@@ -125,6 +127,20 @@ export class EtcdBackend implements ElectionBackend {
     });
   }
 
+  /** Auto-renewal's batch: every grant's key read, 128 to a txn; a grant on an older lease is gone. */
+  renewMany(grants: readonly Grant[]): Promise<readonly boolean[]> {
+    const ours = grants as readonly EtcdGrant[];
+    return this.bounded('renew', grants[0]?.key ?? '', async () => {
+      const lease = await this.session.lease();
+      const alive = await contendersAlive(
+        this.client,
+        ours.map((grant) => ({ key: grant.token, revision: grant.revision, leaseId: grant.leaseId })),
+        callOptions(this.options),
+      );
+      return alive.map((held, index) => held && ours[index]!.leaseId === lease.id);
+    });
+  }
+
   /**
    * etcd's `IsOwner`: one read of our contender key. The grant holds while that key exists with the
    * create_revision we were granted (the fence) and our lease attached: a key whose lease expired is
@@ -142,10 +158,16 @@ export class EtcdBackend implements ElectionBackend {
     const ours = grant as EtcdGrant;
     this.riding.get(ours.leaseId)?.delete(ours);
     return this.bounded('release', grant.key, async () => {
+      const remove = () => deleteContender(this.client, ours.token, ours.revision, callOptions(this.options));
       try {
-        return await deleteContender(this.client, ours.token, ours.revision, callOptions(this.options));
-      } finally {
+        const deleted = await remove();
         this.held.free(ours.token);
+        return deleted;
+      } catch (error) {
+        // The key may still be there: its slot stays taken until a background delete lands, or the
+        // next hold of ours would adopt the key, and with it this hold's fence.
+        this.deleteLater(ours.token, remove);
+        throw error;
       }
     });
   }
@@ -266,12 +288,17 @@ export class EtcdBackend implements ElectionBackend {
       await remove();
       this.held.free(key);
     } catch {
-      if (this.closing.signal.aborted) return;
-      this.pendingDeletes.add(key, async () => {
-        await remove();
-        this.held.free(key);
-      });
+      this.deleteLater(key, remove);
     }
+  }
+
+  /** Retries a delete that failed in the background; the key's local slot is freed once it lands. */
+  private deleteLater(key: string, remove: () => Promise<unknown>): void {
+    if (this.closing.signal.aborted) return;
+    this.pendingDeletes.add(key, async () => {
+      await remove();
+      this.held.free(key);
+    });
   }
 
   private grantOn(lease: SessionLease, request: AcquireRequest, key: string, revision: string): EtcdGrant {
@@ -289,7 +316,10 @@ export class EtcdBackend implements ElectionBackend {
 
   /** A single bounded call: the kit's guard with our deadline and typed errors. */
   private bounded<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
-    return guardCall(body, {
+    const refused = (error: unknown): never => {
+      throw refusedConfiguration(error, key, this.endpoint) ?? error;
+    };
+    return guardCall(() => body().catch(refused), {
       action,
       key,
       backend: this.name,
@@ -303,7 +333,9 @@ export class EtcdBackend implements ElectionBackend {
   private guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
     return body().catch((error: unknown) => {
       if (error instanceof DeadboltError) throw error;
-      throw new BackendUnavailableError(action, { key, backend: this.name, cause: error });
+      throw (
+        refusedConfiguration(error, key, this.endpoint) ?? new BackendUnavailableError(action, { key, backend: this.name, cause: error })
+      );
     });
   }
 }

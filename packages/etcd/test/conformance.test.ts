@@ -113,6 +113,14 @@ describeLockConformance({
   servers: clusterHandle,
   ...common,
   skipGroups: { runOnce: 'the single member runs the same code (a claim is one txn and a lease, as here)' },
+  // Every member at once: the whole cluster frozen, restarted, down and up again.
+  faults: {
+    pause: (server) => server.pause(),
+    resume: (server) => server.resume(),
+    restart: (server) => server.restart(),
+    down: (server) => server.down(),
+    up: (server) => server.up(),
+  },
 });
 
 // Authentication: the credential never shows in a client, lock or error. The other groups run the

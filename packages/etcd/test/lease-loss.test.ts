@@ -46,6 +46,26 @@ describe('lease loss', () => {
     await next.release();
   });
 
+  it('a holder partitioned past its session TTL is told its lock is lost before another client is granted it', async () => {
+    const partitioned = await startProxy(server.host, server.port);
+    try {
+      const holder = client(partitioned.rewrite(server.url));
+      const lock = await holder.acquire('partitioned');
+      const lost = new Promise<number>((resolve) => lock.signal.addEventListener('abort', () => resolve(Date.now()), { once: true }));
+      // Bytes neither delivered nor refused, both ways: keep-alives go unanswered, nobody is told.
+      partitioned.partition();
+      const next = await client(server.url).acquire('partitioned', { waitMs: 20_000 });
+      const grantedAt = Date.now();
+      expect(await lost).toBeLessThanOrEqual(grantedAt);
+      expect(lock.held).toBe(false);
+      expect(next.fence).toBeGreaterThan(lock.fence!);
+      await next.release();
+    } finally {
+      partitioned.heal();
+      await partitioned.close();
+    }
+  });
+
   it('a lease revoked behind our back (as `etcdctl lease revoke` does) is reported lost at its next keep-alive answer', async () => {
     const holder = client(server.url);
     const lock = await holder.acquire('revoked');

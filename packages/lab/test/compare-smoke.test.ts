@@ -55,6 +55,7 @@ function compare(args: string[], timeoutMs: number): Promise<{ code: number | nu
 const plan: [string, string][] = [
   ['client-pause', 'redis/setnx'],
   ['zookeeper-leader-loss', 'zookeeper'],
+  ['etcd-leader-loss', 'etcd'],
   ['getset-clock-skew', 'redis/getset,redis/setnx'],
   ['postgres-restart', 'postgres/lease'],
   ['partition', 'redis/setnx'],
@@ -82,7 +83,7 @@ async function smoke(scenario: string, rows: string): Promise<Summary> {
     // The register history's verdict never contradicts the overlaps and stale writes found.
     expect([true, false, 'unknown']).toContain(row.linearizable);
     expect(row.contradictions, `${row.backend}/${row.mode}`).toEqual([]);
-    // The fenced writes went to a real data store (PostgreSQL for postgres and zookeeper rows,
+    // The fenced writes went to a real data store (PostgreSQL for postgres, zookeeper and etcd rows,
     // Redis for the others), which ended with the newest holder's write.
     expect(row.fencedStore, `${row.backend}/${row.mode}`).toMatch(
       row.backend === 'redis' ? /^Redis, fencedSet/ : /^PostgreSQL, admitFence/,
@@ -108,7 +109,7 @@ describe.skipIf(missing.length > 0)(`compare: every scenario once on server proc
         expect(first!.staleWritesRejectedFenced).toBeGreaterThan(0); // refused by the data store (StaleFenceError)
         expect(first!.linearizable).toBe(false); // the stale write undid newer work: a lost update
       }
-      if (scenario === 'zookeeper-leader-loss') expect(first!.overlaps).toBe(0);
+      if (scenario === 'zookeeper-leader-loss' || scenario === 'etcd-leader-loss') expect(first!.overlaps).toBe(0);
       // A delay longer than the stall keeps the next holder out until the stalled one released; a shorter one does not.
       if (scenario === 'client-pause-lock-delay') expect(first!.overlaps).toBe(0);
       if (scenario === 'client-pause-short-lock-delay') expect(first!.overlaps).toBeGreaterThan(0);

@@ -2,6 +2,7 @@ import type { ServerHandle } from '@deadbolt/conformance/servers';
 import { openDeadbolt, openDeadboltReadWrite, openDeadboltSemaphore } from './deadbolt.js';
 import { type PrimitiveRun, semaphorePermits, semaphoreWorkers } from './primitives.js';
 import { openNodeRedlock, openRedisSemaphore, openRedisSemaphorePermits } from './raw/peers.js';
+import { openEtcd3Lock, openRawEtcd } from './raw/etcd.js';
 import { openRawMemcached } from './raw/memcached.js';
 import { openRawPostgres } from './raw/postgres.js';
 import { openRawRedis, openRawTokenHandoff } from './raw/redis.js';
@@ -24,6 +25,18 @@ export interface BackendPlan {
   readonly scale?: { readonly locks?: number; readonly ttlMs?: number; readonly why: string };
   /** Read-write lock and semaphore rows (primitives.ts), with the peers and mutex baselines beside them. */
   primitives?(server: ServerHandle | undefined, ttlMs: number, holdsMs: readonly number[]): PrimitiveRun[];
+  /** Server-side counters read before and after the scale run's hold (their deltas are reported). */
+  scaleProbe?(server: ServerHandle | undefined): () => Promise<Record<string, number>>;
+}
+
+/** The member's lease counters: keep-alive messages received and leases granted (Prometheus /metrics). */
+async function etcdLeaseCounters(server: ServerHandle): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://${server.host}:${server.port}/metrics`)).text();
+  const sum = (pattern: RegExp): number => [...text.matchAll(pattern)].reduce((total, match) => total + Number(match[1]), 0);
+  return {
+    keepAlives: sum(/^grpc_server_msg_received_total\{[^}]*grpc_method="LeaseKeepAlive"[^}]*\} (\S+)$/gm),
+    leasesGranted: sum(/^etcd_debugging_lease_granted_total (\S+)$/gm),
+  };
 }
 
 /** The fixture starters the plans use (cli.ts passes them; tests could pass others). */
@@ -32,6 +45,7 @@ export interface Starters {
   readonly postgres: () => Promise<ServerHandle>;
   readonly memcached: () => Promise<ServerHandle>;
   readonly zookeeper: () => Promise<ServerHandle>;
+  readonly etcd?: () => Promise<ServerHandle>;
   /** A Redis primary with one replica; stopping the handle stops both. */
   readonly redisReplicated?: () => Promise<ServerHandle>;
 }
@@ -221,5 +235,27 @@ export function backendPlans(starters: Starters): BackendPlan[] {
       },
       scaleUrls: (server) => [{ mode: '-', url: `${server!.url}/deadbolt-bench-scale` }],
     },
+    ...(starters.etcd === undefined
+      ? []
+      : [
+          {
+            backend: 'etcd',
+            adapterPackage: '@deadbolt/etcd',
+            start: starters.etcd,
+            subjects: (server: ServerHandle | undefined, ttlMs: number) => {
+              const url = server!.url;
+              return [
+                subject('etcd', 'bare recipe', 'raw', () => openRawEtcd(url)),
+                subject('etcd', '-', 'deadbolt', () => openDeadbolt(`${url}/deadbolt-bench`, ttlMs)),
+                subject('etcd', 'client.lock()', 'etcd3-lock', () => openEtcd3Lock(url)),
+              ];
+            },
+            // Every lock of a client rides its one lease: the keep-alives are the etcd member's count.
+            scaleUrls: (server: ServerHandle | undefined) => [{ mode: '-', url: `${server!.url}/deadbolt-bench-scale?sessionTtlMs=3000` }],
+            // The lease that matters is the session's, whole seconds: ticks of 1 s (TTL/3) on a 3 s lease.
+            scale: { ttlMs: 3_000, why: 'an etcd lock rides the session lease (sessionTtlMs=3000, whole seconds)' },
+            scaleProbe: (server: ServerHandle | undefined) => () => etcdLeaseCounters(server!),
+          },
+        ]),
   ];
 }

@@ -7,6 +7,7 @@ import {
   startRedis,
   startRedisPrimaryReplica,
   startZooKeeper,
+  startEtcd,
   type ServerHandle,
 } from '@deadbolt/conformance/servers';
 import { backendPlans, type BackendPlan } from './catalog.js';
@@ -25,7 +26,7 @@ Throughput, latency and fairness of every available backend and mode, beside the
 the bare protocol and beside node-redlock and redis-semaphore, all in one run on real servers.
 Subjects compared with each other run interleaved (alternating slices), so they see the same load.
   --quick        a ~30 s subset (uncontended and 10-worker contention, short runs, no scale run)
-  --backend X    only these backends (memory, redis, redis-replicated, postgres, memcached, zookeeper);
+  --backend X    only these backends (memory, redis, redis-replicated, postgres, memcached, zookeeper, etcd);
                  repeatable. redis-replicated: setnx with and without replicas=1 on a primary with one replica
   --out DIR      where results.json and results.md go (default bench-results)
 
@@ -107,7 +108,11 @@ function planMeasurements(
       const label = `${plan.backend} ${mode} deadbolt scale-10k${why}`;
       measurements.push({
         label,
-        run: async () => [await runScale(url, mode, plan.backend, { locks, ttlMs: scaleTtlMs, periods: 3, keyspace: keyspace() })],
+        run: async () => {
+          const probe = plan.scaleProbe?.(server);
+          const settings = { locks, ttlMs: scaleTtlMs, periods: 3, keyspace: keyspace(), ...(probe ? { probe } : {}) };
+          return [await runScale(url, mode, plan.backend, settings)];
+        },
       });
     }
   }
@@ -161,6 +166,7 @@ async function main(): Promise<void> {
     postgres: startPostgres,
     memcached: startMemcached,
     zookeeper: startZooKeeper,
+    etcd: startEtcd,
     redisReplicated: startReplicatedRedis,
   };
   if (values.scaling) {

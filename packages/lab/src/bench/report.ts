@@ -68,6 +68,7 @@ export function renderTable(rows: BenchRow[]): string {
     'vs hand-off',
     'vs redlock',
     'vs semaphore',
+    'vs etcd3 lock',
     'notes',
   ];
   const body = rows.map((row) => [
@@ -86,6 +87,7 @@ export function renderTable(rows: BenchRow[]): string {
     row.workload.startsWith('contended') || row.workload.startsWith('semaphore') ? peerRatio(row, rows, 'token-handoff') : '-',
     peerRatio(row, rows, 'node-redlock'),
     peerRatio(row, rows, 'redis-semaphore'),
+    peerRatio(row, rows, 'etcd3-lock'),
     Object.entries(row.extra ?? {})
       .filter(([, value]) => value !== 0)
       .map(([name, value]) => `${name}=${value}`)

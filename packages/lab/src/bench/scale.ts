@@ -9,6 +9,11 @@ export interface ScaleSettings {
   readonly ttlMs: number;
   readonly periods: number;
   readonly keyspace: string;
+  /**
+   * Server counters (etcd: keep-alive messages, leases granted) read before the locks are taken,
+   * and around the hold: a session-leased backend renews on the server, not through renew().
+   */
+  readonly probe?: () => Promise<Record<string, number>>;
 }
 
 export interface CountedBackend {
@@ -67,6 +72,23 @@ export function countRenewals(backend: LockBackend): CountedBackend {
   };
 }
 
+/**
+ * The probe's deltas: leases granted while taking and holding the locks, and keep-alive messages
+ * per renewal tick during the hold (one lease kept alive once a tick is 1).
+ */
+function serverCounters(
+  atStart: Record<string, number> | undefined,
+  atHold: Record<string, number> | undefined,
+  atEnd: Record<string, number> | undefined,
+  ticks: number,
+): Record<string, number> {
+  if (atStart === undefined || atHold === undefined || atEnd === undefined) return {};
+  return {
+    serverLeasesGranted: (atEnd['leasesGranted'] ?? 0) - (atStart['leasesGranted'] ?? 0),
+    serverKeepAlivesPerTick: round(((atEnd['keepAlives'] ?? 0) - (atHold['keepAlives'] ?? 0)) / ticks, 2),
+  };
+}
+
 /** Two passes: objects kept alive by finalizers or weak references only go on the second. */
 export function fullGc(gc: (() => void) | undefined): number {
   gc?.();
@@ -112,6 +134,7 @@ export async function runScale(url: string, mode: string, backendLabel: string, 
     // released first): the figure is what holding costs, not the connection's one-off buffers.
     await (await client.acquire('warm-up', { ttlMs: settings.ttlMs, waitMs: 0 })).release();
     const heapBefore = fullGc(gc);
+    const atStart = await settings.probe?.();
     const acquiredAt = performance.now();
     const locks = [];
     const batch = 500;
@@ -126,16 +149,22 @@ export async function runScale(url: string, mode: string, backendLabel: string, 
     const acquireMs = performance.now() - acquiredAt;
     const cpuBefore = process.cpuUsage();
     const callsBefore = counted.calls();
+    const atHold = await settings.probe?.();
     const holdStarted = performance.now();
     await delay(settings.ttlMs * settings.periods);
     const holdSeconds = (performance.now() - holdStarted) / 1000;
+    const atEnd = await settings.probe?.();
     const cpu = process.cpuUsage(cpuBefore);
     const renewalCalls = counted.calls() - callsBefore;
     const lost = locks.filter((lock) => !lock.held).length;
     const heapPerLock = ((await heapWhileHeld(counted, gc, settings.ttlMs)) - heapBefore) / settings.locks;
     // Renewal ticks: one every ttl/3 per lease generation; a batched client needs ~1 call per tick.
     const ticks = Math.max(1, Math.round((holdSeconds * 1000) / (settings.ttlMs / 3)));
-    await Promise.all(locks.map((lock) => lock.release()));
+    // In batches, as they were taken: 10,000 releases at once made a loaded etcd member answer
+    // "too many requests" (its applied index fell 5,000 entries behind).
+    for (let start = 0; start < locks.length; start += batch) {
+      await Promise.all(locks.slice(start, start + batch).map((lock) => lock.release()));
+    }
     return {
       backend: backendLabel,
       mode,
@@ -156,6 +185,7 @@ export async function runScale(url: string, mode: string, backendLabel: string, 
         clientCpuPercent: round(((cpu.user + cpu.system) / 1000 / (holdSeconds * 1000)) * 100, 1),
         heapBytesPerLock: Math.round(heapPerLock),
         stillHeldAfterRelease: client.heldCount,
+        ...serverCounters(atStart, atHold, atEnd, ticks),
       },
     };
   } finally {

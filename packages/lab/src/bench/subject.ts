@@ -6,7 +6,7 @@ export interface Mutex {
 }
 
 /** 'token-handoff': the limit of a contended hand-off (one token passed by BLPOP/LPUSH), not a lock. */
-export type SubjectKind = 'deadbolt' | 'raw' | 'token-handoff' | 'node-redlock' | 'redis-semaphore';
+export type SubjectKind = 'deadbolt' | 'raw' | 'token-handoff' | 'node-redlock' | 'redis-semaphore' | 'etcd3-lock';
 
 export interface Subject {
   readonly backend: string;

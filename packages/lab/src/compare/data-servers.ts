@@ -7,7 +7,7 @@
  * stopDataServers() stops them at the end.
  *
  * Which one a row uses follows what a user of that backend most likely keeps data in: PostgreSQL
- * for PostgreSQL locks, and for ZooKeeper locks (the lock service beside a database); Redis for
+ * for PostgreSQL locks, and for ZooKeeper and etcd locks (the lock service beside a database); Redis for
  * Redis locks, and for Memcached ones (which carry no fence, so nothing is written there).
  */
 import type { ServerHandle } from '@deadbolt/conformance/servers';
@@ -20,7 +20,7 @@ export type FencedStoreKind = FencedStoreReport['kind'];
 
 /** The fenced store of a row, by its lock backend (see above). */
 export function fencedStoreFor(backend: string): FencedStoreKind {
-  return backend === 'postgres' || backend === 'zookeeper' ? 'postgres' : 'redis';
+  return backend === 'postgres' || backend === 'zookeeper' || backend === 'etcd' ? 'postgres' : 'redis';
 }
 
 const started = new Map<'postgres' | 'redis', Promise<ServerHandle>>();

@@ -47,11 +47,11 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 
 /**
  * A backend's class is a property of the backend, not of the scenario: a single PostgreSQL server
- * and a ZooKeeper quorum are linearizable (CP); Redis (async replication, RedLock's timing
+ * and a ZooKeeper or etcd quorum are linearizable (CP); Redis (async replication, RedLock's timing
  * assumptions) and Memcached (no replication at all) are AP.
  */
 export function classOf(backend: string): ConsistencyClass {
-  return backend === 'zookeeper' || backend === 'postgres' ? 'CP' : 'AP';
+  return backend === 'zookeeper' || backend === 'etcd' || backend === 'postgres' ? 'CP' : 'AP';
 }
 
 /** Imports an adapter package so it registers its scheme; a missing build is a skip, not a failure. */

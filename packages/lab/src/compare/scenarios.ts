@@ -3,6 +3,7 @@ import type { Scenario } from './scenario-kit.js';
 import { clientPause } from './scenarios/client-pause.js';
 import { clientPauseLockDelay, clientPauseShortLockDelay } from './scenarios/client-pause-lock-delay.js';
 import { electionPause } from './scenarios/election-pause.js';
+import { etcdLeaderLoss } from './scenarios/etcd-leader-loss.js';
 import { getsetClockSkew } from './scenarios/getset-clock-skew.js';
 import { partition } from './scenarios/partition.js';
 import { postgresRestart } from './scenarios/postgres-restart.js';
@@ -17,6 +18,7 @@ export { requireAdapter, SkipError, type ConsistencyClass, type RunOptions, type
 export const scenarios: readonly Scenario[] = [
   clientPause,
   zookeeperLeaderLoss,
+  etcdLeaderLoss,
   getsetClockSkew,
   postgresRestart,
   partition,

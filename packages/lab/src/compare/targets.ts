@@ -91,6 +91,17 @@ export const targetCatalogue = {
     start: (s) => s.startZooKeeper({ tickTimeMs: 500 }),
     url: (u) => `${u}?sessionTimeoutMs=2000`,
   },
+  'etcd/concurrency-mutex': {
+    // As ZooKeeper: a lock lives as long as the client's lease, so sessionTtlMs plays the ttl.
+    // 2 s is above etcd's minimum TTL (1.5 x its 1 s election timeout).
+    backend: 'etcd',
+    mode: 'concurrency-mutex',
+    pkg: '@deadbolt/etcd',
+    ttlMs: 2000,
+    fenced: true,
+    start: (s) => s.startEtcd(),
+    url: (u) => `${u}?sessionTtlMs=2000`,
+  },
 } as const satisfies Record<string, Target>;
 
 export type TargetName = keyof typeof targetCatalogue;

@@ -13,6 +13,7 @@ export const clientPause = pauseScenario({
     'postgres/lease',
     'postgres/advisory',
     'zookeeper/ephemeral-sequential',
+    'etcd/concurrency-mutex',
   ]),
   clients: 3,
   paused: 'c0',

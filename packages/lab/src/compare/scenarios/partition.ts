@@ -28,7 +28,14 @@ async function partitionFirstHold(ctx: RunContext, proxy: TcpProxy, ttlMs: numbe
   });
 }
 
-const rows: TargetName[] = ['redis/setnx', 'redis/fair', 'postgres/lease', 'zookeeper/ephemeral-sequential', 'memcached/default'];
+const rows: TargetName[] = [
+  'redis/setnx',
+  'redis/fair',
+  'postgres/lease',
+  'zookeeper/ephemeral-sequential',
+  'etcd/concurrency-mutex',
+  'memcached/default',
+];
 
 async function runTarget(t: Target, quick: boolean): Promise<ScenarioResult> {
   const server = await t.start(await servers());
