@@ -1,5 +1,5 @@
-import { startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient, ForcedReleaseError, LockLostError, type LockClient } from '@deadbolt/core';
+import { freePort, startZooKeeper, type ServerHandle } from '@deadbolt/conformance/servers';
+import { BackendUnavailableError, createLockClient, ForcedReleaseError, LockLostError, type LockClient } from '@deadbolt/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend } from '../src/index.js';
 import { forcedDir } from '../src/operator-api.js';
@@ -117,6 +117,38 @@ describe('forceRelease', () => {
     expect((await operator.inspect('all')).holders.map((hold) => hold.kind).sort()).toEqual(['mutex', 'permit', 'read']);
     expect(await operator.forceRelease('all')).toBe(true);
     expect(await operator.inspect('all')).toEqual({ key: 'all', held: false, holders: [] });
+  });
+});
+
+describe('forceRelease and waiters', () => {
+  it('a queued waiter whose node went with the rest queues again and gets the lock', async () => {
+    const [holder, waiter, operator] = [client(), client(), client()];
+    await holder.acquire('queue', { autoRenew: false });
+    const contended = contendedOn(waiter);
+    const queued = waiter.acquire('queue', { waitMs: 20_000 });
+    await contended;
+    expect(await operator.forceRelease('queue')).toBe(true);
+    const lock = await queued;
+    expect((await operator.inspect('queue')).holders).toEqual([{ kind: 'mutex', owner: lock.owner, fence: lock.fence }]);
+    await lock.release();
+  });
+});
+
+describe('a dead ensemble', () => {
+  it('inspect, forceRelease and list fail with BackendUnavailableError within connect + operation timeouts', async () => {
+    const port = await freePort();
+    const dead = createLockClient({
+      backend: createZooKeeperBackend(`zookeeper://127.0.0.1:${port}${base}?connectTimeoutMs=1000&operationTimeoutMs=1000`),
+    });
+    clients.push(dead);
+    const listing = async (): Promise<void> => {
+      for await (const _ of dead.list()) break;
+    };
+    for (const call of [() => dead.inspect('k'), () => dead.forceRelease('k'), listing]) {
+      const startedAt = Date.now();
+      await expect(call()).rejects.toBeInstanceOf(BackendUnavailableError);
+      expect(Date.now() - startedAt).toBeLessThan(1_000 + 1_000 + 2_000);
+    }
   });
 });
 
