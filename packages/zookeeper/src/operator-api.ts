@@ -148,14 +148,15 @@ export async function forceReleaseOn(site: OperatorSite, key: string, by: string
   throw new Error(`the holds on ${path} kept changing while they were being removed`);
 }
 
-async function sweepMarkers(client: Client, markers: string, deadline: number): Promise<void> {
+/** Deletes the markers created more than `maxAgeMs` before the newest one (ctimes: the server's clock, not ours). */
+export async function sweepMarkers(client: Client, markers: string, deadline: number, maxAgeMs = forcedMarkerMs): Promise<void> {
   const names = await childrenOrNone(client, markers, deadline);
   const found = await Promise.all(names.map((name) => getDataAndStat(client, `${markers}/${name}`, deadline)));
   const newest = Math.max(...found.map((one) => (one === undefined ? 0 : timeOf(one.stat.ctime))));
   await Promise.all(
     names.map((name, index) => {
       const one = found[index];
-      if (one === undefined || timeOf(one.stat.ctime) > newest - forcedMarkerMs) return undefined;
+      if (one === undefined || timeOf(one.stat.ctime) > newest - maxAgeMs) return undefined;
       return remove(client, `${markers}/${name}`, deadline).catch(() => undefined);
     }),
   );

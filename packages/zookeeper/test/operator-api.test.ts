@@ -2,7 +2,7 @@ import { freePort, startZooKeeper, type ServerHandle } from '@deadbolt/conforman
 import { BackendUnavailableError, createLockClient, ForcedReleaseError, LockLostError, type LockClient } from '@deadbolt/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createZooKeeperBackend } from '../src/index.js';
-import { forcedDir } from '../src/operator-api.js';
+import { forcedDir, sweepMarkers } from '../src/operator-api.js';
 import { children, connectStringOf, rawClient } from './support.js';
 
 /**
@@ -117,6 +117,34 @@ describe('forceRelease', () => {
     expect((await operator.inspect('all')).holders.map((hold) => hold.kind).sort()).toEqual(['mutex', 'permit', 'read']);
     expect(await operator.forceRelease('all')).toBe(true);
     expect(await operator.inspect('all')).toEqual({ key: 'all', held: false, holders: [] });
+  });
+});
+
+describe('forced markers', () => {
+  it('a sweep deletes the markers older than its age limit (by their ctime) and keeps the newer ones', async () => {
+    const [holder, operator] = [client(), client()];
+    const markers = `${base}/${forcedDir}`;
+    const ctimeOf = (name: string): Promise<number> =>
+      new Promise((resolve, reject) =>
+        raw.exists(`${markers}/${name}`, (error, found) => (error ? reject(error) : resolve(Number(found.ctime.readBigInt64BE(0))))),
+      );
+    const forceOne = async (key: string): Promise<{ name: string; ctime: number }> => {
+      await holder.acquire(key, { autoRenew: false });
+      const [name] = await children(raw, `${base}/${key}`);
+      await operator.forceRelease(key);
+      return { name: name!, ctime: await ctimeOf(name!) };
+    };
+    const older = await forceOne('aged-0');
+    // Until the server's clock has moved on by a millisecond (a bounded number of forces, no sleep).
+    let newer = await forceOne('aged-1');
+    for (let round = 2; newer.ctime <= older.ctime && round < 10_000; round += 1) newer = await forceOne(`aged-${round}`);
+    expect(newer.ctime).toBeGreaterThan(older.ctime);
+    await sweepMarkers(raw, markers, Date.now() + 5_000);
+    expect(await children(raw, markers)).toEqual(expect.arrayContaining([older.name, newer.name]));
+    await sweepMarkers(raw, markers, Date.now() + 5_000, newer.ctime - older.ctime - 1);
+    const left = await children(raw, markers);
+    expect(left).toContain(newer.name);
+    expect(left).not.toContain(older.name);
   });
 });
 
