@@ -18,10 +18,14 @@ export interface OperationsSite {
 /** The backend's operator methods, or UnsupportedOperationError before any I/O. */
 function operationsOf(backend: LockBackend, operation: string, key: string | undefined): OperationsBackend {
   if (isOperationsBackend(backend)) return backend;
-  throw new UnsupportedOperationError(operation, `the ${backend.name} backend cannot read or take back holds yet; use memory or redis`, {
-    key,
-    backend: backend.name,
-  });
+  throw new UnsupportedOperationError(
+    operation,
+    `the ${backend.name} backend cannot read or take back holds (it implements no operator methods); the README's "Operating Deadbolt" section lists the backends that can`,
+    {
+      key,
+      backend: backend.name,
+    },
+  );
 }
 
 export async function inspectKey(site: OperationsSite, key: string): Promise<LockInspection> {

@@ -1,5 +1,7 @@
 import {
   BackendUnavailableError,
+  type BackendInspection,
+  type OperationsBackend,
   DeadboltError,
   inspectSafely,
   type AcquireRequest,
@@ -28,6 +30,7 @@ import { runReadWriteRecipe } from './rw-recipe.js';
 import { leasesChild, locksChild, runSemaphoreRecipe } from './semaphore-recipe.js';
 import { ZooKeeperSession } from './session.js';
 import { nodeIsGrant } from './validate.js';
+import { forceReleaseOn, forcedByOn, inspectOn, leaderInfoOn, listKeysOn, type OperatorSite } from './operator-api.js';
 
 /**
  * CP (a quorum orders every create), fenced by the node's czxid (the ensemble-wide transaction id
@@ -50,6 +53,9 @@ export const zooKeeperCapabilities: Capabilities = Object.freeze({
   // Curator's InterProcessReadWriteLock and InterProcessSemaphoreV2 layouts (rw-recipe.ts, semaphore-recipe.ts).
   readWrite: true,
   semaphore: true,
+  // inspect, forceRelease, list and observe (operator-api.ts); a hold reports no ttlLeftMs: its lease
+  // is the holder's session, which only the server times.
+  operations: true,
 });
 
 /** A ZooKeeper grant: `token` is our node's full path. */
@@ -86,7 +92,7 @@ class SessionGrant implements ZooKeeperGrant {
   }
 }
 
-export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend {
+export class ZooKeeperBackend implements LockBackend, MultiLockBackend, ElectionBackend, OperationsBackend {
   readonly name = 'zookeeper';
   /** The ensemble, for error messages. */
   readonly endpoint: string;
@@ -236,6 +242,39 @@ export class ZooKeeperBackend implements LockBackend, MultiLockBackend, Election
       if (sweep !== undefined) await sweep;
       return deleted;
     });
+  }
+
+  /** The operator API (operator-api.ts): inspect, forceRelease, list, the forced marker and the leader's term. */
+  inspect(key: string): Promise<BackendInspection> {
+    return this.guard('inspect', key, () => inspectOn(this.operatorSite, key));
+  }
+
+  forceRelease(key: string, by: string): Promise<boolean> {
+    return this.guard('forceRelease', key, () => forceReleaseOn(this.operatorSite, key, by));
+  }
+
+  listKeys(prefix: string): AsyncIterable<string> {
+    const keys = listKeysOn(this.operatorSite, prefix);
+    const guard = this.guard.bind(this);
+    return {
+      [Symbol.asyncIterator]: () => ({ next: () => guard('list', prefix, () => keys.next()) }),
+    };
+  }
+
+  forcedBy(grant: Grant): Promise<string | undefined> {
+    return this.guard('renew', grant.key, () => forcedByOn(this.operatorSite, grant));
+  }
+
+  leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
+    return this.guard('leader', key, () => leaderInfoOn(this.operatorSite, key));
+  }
+
+  private get operatorSite(): OperatorSite {
+    return {
+      basePath: this.options.basePath,
+      operationTimeoutMs: this.options.operationTimeoutMs,
+      client: (key) => this.session.ready(Date.now() + this.options.operationTimeoutMs, key),
+    };
   }
 
   /** The ZooKeeper session's id and password, for operational tools (tests force an expiry with them, like Curator's KillSession). */

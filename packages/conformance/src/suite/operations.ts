@@ -17,7 +17,8 @@ const needsAlso =
 const describeHolders = (seen: LockInspection): string => JSON.stringify(seen.holders);
 
 export const opsInspectHolder: ConformanceCase = {
-  title: 'operations: inspect shows the holder (owner where stored, fence, ttlLeftMs within (0, ttl], in ms) and held false after release',
+  title:
+    'operations: inspect shows the holder (owner where stored, fence, ttlLeftMs within (0, ttl] in ms, absent for a session hold) and held false after release',
   requires: needsOperations,
   async run(ctx) {
     const ttlMs = Math.max(ctx.ttlMs, 2_000);
@@ -35,10 +36,15 @@ export const opsInspectHolder: ConformanceCase = {
     assert(hold!.owner === undefined || hold!.owner === lock.owner, `inspect named owner ${hold!.owner}, the holder is ${lock.owner}`);
     if (ctx.capabilities.fencing) assert(hold!.fence === lock.fence, `inspect reported fence ${hold!.fence}, the lock has ${lock.fence}`);
     const left = hold!.ttlLeftMs;
-    assert(
-      left !== undefined && left > 0 && left <= ttlMs && left >= floorMs,
-      `inspect reported ttlLeftMs ${left}; expected within (0, ${ttlMs}] and at least ${floorMs} (ms since the acquire)`,
-    );
+    if (ctx.capabilities.lease === 'session') {
+      // A session hold has no lease of its own: it lasts as long as its holder's session, which only the server times.
+      assert(left === undefined, `inspect reported ttlLeftMs ${left} for a session hold, which has no lease of its own to count down`);
+    } else {
+      assert(
+        left !== undefined && left > 0 && left <= ttlMs && left >= floorMs,
+        `inspect reported ttlLeftMs ${left}; expected within (0, ${ttlMs}] and at least ${floorMs} (ms since the acquire)`,
+      );
+    }
     await lock.release();
     const after = await operator.inspect('inspected');
     assert(!after.held && after.holders.length === 0, `after release inspect still shows ${describeHolders(after)}`);
