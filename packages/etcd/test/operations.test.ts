@@ -121,4 +121,23 @@ describe('operations on etcd', () => {
     await reading;
     await write.release();
   });
+
+  it("list gives names back as they were given, plain or percent-encoded in etcd ('/', '%'), each once", async () => {
+    const [holder, second, operator] = [client(), client(), client()];
+    const locks = await Promise.all(['job', 'jobs/a', 'jobs/b', '50%'].map((key) => holder.acquire(key)));
+    // A second contender of one name: its keys are skipped past, the name comes once.
+    const controller = new AbortController();
+    const waiting = second.acquire('jobs/a', { waitMs: 30_000, signal: controller.signal }).catch(() => undefined);
+    const names = async (prefix: string): Promise<string[]> => {
+      const found: string[] = [];
+      for await (const seen of operator.list({ prefix })) found.push(seen.key);
+      return found.sort();
+    };
+    expect(await names('job')).toEqual(['job', 'jobs/a', 'jobs/b']);
+    expect(await names('jobs/')).toEqual(['jobs/a', 'jobs/b']);
+    expect(await names('50%')).toEqual(['50%']);
+    controller.abort();
+    await waiting;
+    await Promise.all(locks.map((lock) => lock.release()));
+  });
 });
