@@ -16,8 +16,10 @@ type CallOptions = () => { readonly deadline: number };
  * lock name has '%' only as `%25` or `%2F` (keys.ts), so no lock's prefix ever holds a marker.
  */
 const markerSegment = '%forced';
-/** etcd refuses a txn of more than 128 operations (--max-txn-ops): the delete and at most 127 markers. */
-const maxMarkers = 127;
+/** etcd refuses a txn of more than 128 operations (--max-txn-ops, its default). */
+const maxTxnOps = 128;
+/** How many times forceRelease reads again when its txn finds the keys changed. */
+const maxAttempts = 10;
 
 export function markerKey(namespace: string, token: string, revision: string): string {
   return `${namespace}${markerSegment}/${revision}/${token}`;
@@ -124,24 +126,35 @@ export class EtcdOperations {
   }
 
   /**
-   * One txn deletes every key under the lock's prefix and puts a marker naming `by` for each (holders
-   * first, at most 127), on a lease of its own that etcd ends after forcedMarkerMs. The txn runs only
-   * if no key under the prefix changed since the range that named them; else it reads again.
+   * One txn deletes every holder's key and puts a marker naming `by` for each, on a lease of its own
+   * that etcd ends after forcedMarkerMs. Waiters keep their keys, so their place: the next in line
+   * holds at once (deleting a waiter's key would end its acquire early, as in Go). The txn runs only if
+   * no key under the prefix changed since the range that named the holders; else it reads again, a
+   * few times at most (contenders arriving without pause).
    */
   async forceRelease(fullKey: string, by: string): Promise<boolean> {
     let markerLease: string | undefined;
-    for (;;) {
-      const { prefix, contenders, keys, revision } = await this.contenders(fullKey);
-      if (keys === 0) return false;
+    for (let attempt = 1; ; attempt += 1) {
+      const { prefix, contenders, revision } = await this.contenders(fullKey);
+      const holders = contenders.filter((one) => one.holds);
+      if (holders.length === 0) return false;
       markerLease ??= (await this.client.leaseClient.leaseGrant({ TTL: Math.ceil(forcedMarkerMs / 1000) }, this.call())).ID;
-      const marked = [...contenders.filter((one) => one.holds), ...contenders.filter((one) => !one.holds)].slice(0, maxMarkers);
+      // etcd's --max-txn-ops (128): more holders than half of it (readers) and the whole prefix goes at once.
+      const deletes =
+        holders.length <= maxTxnOps / 2
+          ? holders.map(({ kv }) => ({ request_delete_range: { key: kv.key } }))
+          : [{ request_delete_range: { key: prefix, range_end: prefixEnd(prefix) } }];
+      const marked = (deletes.length === 1 ? [...holders, ...contenders.filter((one) => !one.holds)] : holders).slice(
+        0,
+        maxTxnOps - deletes.length,
+      );
       const response = await this.client.kv.txn(
         {
           compare: [
             { key: prefix, range_end: prefixEnd(prefix), target: 'Mod', result: 'Less', mod_revision: (BigInt(revision) + 1n).toString() },
           ],
           success: [
-            { request_delete_range: { key: prefix, range_end: prefixEnd(prefix) } },
+            ...deletes,
             ...marked.map(({ kv }) => ({
               request_put: {
                 key: Buffer.from(markerKey(this.namespace, kv.key.toString('utf8'), kv.create_revision), 'utf8'),
@@ -153,7 +166,13 @@ export class EtcdOperations {
         },
         this.call(),
       );
-      if (response.succeeded) return Number(response.responses[0]?.response_delete_range.deleted ?? 0) > 0;
+      if (response.succeeded) {
+        const deleted = response.responses
+          .slice(0, deletes.length)
+          .reduce((sum, one) => sum + Number(one.response_delete_range.deleted), 0);
+        return deleted > 0;
+      }
+      if (attempt >= maxAttempts) throw new Error(`the keys of ${fullKey} changed under each of ${maxAttempts} force attempts`);
     }
   }
 

@@ -140,4 +140,21 @@ describe('operations on etcd', () => {
     await waiting;
     await Promise.all(locks.map((lock) => lock.release()));
   });
+
+  it('a queued waiter keeps its place: forcing the holder out grants the lock to the waiter at once', async () => {
+    const [holder, waiter, operator] = [client(), client(), client()];
+    const lock = await holder.acquire('waited');
+    const contended = new Promise<void>((resolve) => waiter.once('contended', () => resolve()));
+    const waiting = waiter.acquire('waited', { waitMs: 20_000 });
+    await contended;
+    // 'contended' comes once our key is queued (the create txn showed an older holder).
+    expect((await operator.inspect('waited')).waiters).toBe(1);
+    expect(await operator.forceRelease('waited')).toBe(true);
+    const next = await waiting;
+    expect(next.fence).toBeGreaterThan(lock.fence!);
+    const seen = await operator.inspect('waited');
+    expect(seen.holders.map((hold) => hold.fence)).toEqual([next.fence]);
+    await next.release();
+    await lock.release().catch(() => undefined);
+  });
 });
