@@ -5,10 +5,12 @@ import {
   guardCall,
   inspectSafely,
   type AcquireRequest,
+  type BackendInspection,
   type AttemptResult,
   type CampaignRequest,
   type Capabilities,
   type ElectionBackend,
+  type OperationsBackend,
   type Grant,
   type TermGrant,
 } from '@deadbolt/core/adapter';
@@ -20,6 +22,7 @@ import { planFor, waitFirstInQueue, type ContenderPlan, type TurnContext } from 
 import { checkMultiSize, createAll } from './multi-recipe.js';
 import { contenderAlive, contendersAlive, createContender, deleteContender, firstContender, type Contention } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
+import { EtcdOperations } from './operations.js';
 import { PendingDeletes } from './pending-deletes.js';
 import { checkCandidate, refusedConfiguration } from './refused.js';
 import { runOnceOn } from './run-once.js';
@@ -55,7 +58,7 @@ export interface EtcdGrant extends TermGrant {
   readonly revision: string;
 }
 
-export class EtcdBackend implements ElectionBackend {
+export class EtcdBackend implements ElectionBackend, OperationsBackend {
   readonly name = 'etcd';
   readonly endpoint: string;
   readonly capabilities = etcdCapabilities;
@@ -72,11 +75,13 @@ export class EtcdBackend implements ElectionBackend {
   private readonly riding = new Map<string, Map<EtcdGrant, AcquireRequest['onLost']>>();
   private readonly closing = new AbortController();
   private readonly pendingDeletes = new PendingDeletes(500);
+  private readonly operations: EtcdOperations;
 
   constructor(readonly options: ResolvedEtcdOptions) {
     this.endpoint = endpointOf(options.hosts);
     this.client = createEtcdClient(options);
     this.session = new EtcdSession(this.client, options);
+    this.operations = new EtcdOperations(this.client, options.namespace, () => callOptions(this.options));
     // Run-once claims ride leases of their own, not the session's (run-once.ts).
     Object.assign(this, runOnceOn(this.client, options, this.bounded.bind(this)));
     this.session.onLost((lease, cause) => {
@@ -115,6 +120,37 @@ export class EtcdBackend implements ElectionBackend {
       const value = await firstContender(this.client, contendersPrefix(this.options.namespace, key), callOptions(this.options));
       return value?.toString('utf8');
     });
+  }
+
+  /** Go's Election.Leader with its term (the leader key's create_revision), for election.observe(). */
+  leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
+    return this.bounded('leader', key, () => this.operations.leaderInfo(key));
+  }
+
+  /** The operator API (operations.ts): every hold of the key, from one range of its prefix. */
+  inspect(key: string): Promise<BackendInspection> {
+    return this.bounded('inspect', key, () => this.operations.inspect(key));
+  }
+
+  /** Deletes every contender key of `key` in one txn, leaving a marker naming `by` for each. */
+  forceRelease(key: string, by: string): Promise<boolean> {
+    return this.bounded('forceRelease', key, () => this.operations.forceRelease(key, by));
+  }
+
+  /** After a refused renewal: the forceRelease marker of this very key (name and create_revision), if any. */
+  forcedBy(grant: Grant): Promise<string | undefined> {
+    const ours = grant as EtcdGrant;
+    return this.bounded('renew', grant.key, () => this.operations.forcedBy(ours.token, ours.revision));
+  }
+
+  /** The lock names under `prefix`; a failed read ends the listing with a typed error. */
+  async *listKeys(prefix: string): AsyncIterable<string> {
+    const keys = this.operations.listKeys(prefix)[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await this.bounded('list', prefix, () => keys.next());
+      if (next.done === true) return;
+      yield next.value;
+    }
   }
 
   /** The lease is the session's: a renewal checks that the lease lives and our key is still there. */
