@@ -1,5 +1,5 @@
 import { startPostgres, type PostgresServerHandle } from '@deadbolt/conformance/servers';
-import { createLockClient, ForcedReleaseError, LockLostError, type LockClient } from '@deadbolt/core';
+import { createLockClient, ForcedReleaseError, LockLostError, UnsupportedOperationError, type LockClient } from '@deadbolt/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresBackend } from '../src/index.js';
@@ -76,5 +76,13 @@ describe('postgres:lease operator API', () => {
     expect(await listed('a_')).toEqual(['a_c/1']);
     await Promise.all(locks.map((lock) => lock.release()));
     expect(await listed('a')).toEqual([]);
+  });
+
+  it('advisory mode refuses inspect, forceRelease and list before any I/O (nothing listens on port 1)', async () => {
+    const advisory = createLockClient({ backend: createPostgresBackend('postgres://nobody:secret@127.0.0.1:1/none?mode=advisory') });
+    clients.push(advisory);
+    await expect(advisory.inspect('k')).rejects.toBeInstanceOf(UnsupportedOperationError);
+    await expect(advisory.forceRelease('k')).rejects.toBeInstanceOf(UnsupportedOperationError);
+    await expect(advisory.list()[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(UnsupportedOperationError);
   });
 });
