@@ -49,6 +49,21 @@ describe('postgres:lease operator API', () => {
     await lock.release().catch(() => undefined);
   });
 
+  it('forceRelease grants the semaphore to its queued waiter in the same transaction', async () => {
+    const [holder, waiter, operator] = [client(), client(), client()];
+    const permit = await holder.semaphore('force/sem', { permits: 1 }).acquire({ ttlMs: holdMs });
+    const waiting = waiter.semaphore('force/sem', { permits: 1 }).acquire({ ttlMs: holdMs, waitMs: 20_000 });
+    await expect.poll(async () => (await operator.inspect('force/sem')).waiters, { timeout: 10_000 }).toBe(1);
+    expect(await operator.forceRelease('force/sem')).toBe(true);
+    const handedOn = await operator.inspect('force/sem');
+    expect(handedOn.holders).toEqual([expect.objectContaining({ kind: 'permit' })]);
+    expect(handedOn.holders[0]!.fence!).toBeGreaterThan(permit.fence!);
+    const next = await waiting;
+    expect(next.fence).toBe(handedOn.holders[0]!.fence);
+    await next.release();
+    await permit.release().catch(() => undefined);
+  });
+
   it("a forced writer's renewal reads the marker: its signal aborts with a ForcedReleaseError naming the operator", async () => {
     const [holder, operator] = [client(), client()];
     const write = await holder.readWriteLock('force/rw').write.acquire({ ttlMs: 1_500, autoRenew: true });
