@@ -10,6 +10,7 @@ import {
   type Grant,
   type LockBackend,
   type MultiAttemptResult,
+  type OperationsBackend,
   type TermGrant,
 } from '@deadbolt/core/adapter';
 import pg from 'pg';
@@ -53,6 +54,11 @@ export class PostgresBackend implements LockBackend {
   ) => Promise<readonly Grant[] | undefined>;
   readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
   readonly leader?: (key: string) => Promise<string | undefined>;
+  readonly leaderInfo?: (key: string) => Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
+  readonly inspect?: OperationsBackend['inspect'];
+  readonly forceRelease?: OperationsBackend['forceRelease'];
+  readonly listKeys?: OperationsBackend['listKeys'];
+  readonly forcedBy?: OperationsBackend['forcedBy'];
   readonly validate?: (grant: Grant) => Promise<boolean>;
   readonly validateMany?: (grants: readonly Grant[]) => Promise<readonly boolean[]>;
 
@@ -112,6 +118,15 @@ export class PostgresBackend implements LockBackend {
     if (mode.campaign && mode.leader) {
       this.campaign = mode.campaign.bind(mode);
       this.leader = mode.leader.bind(mode);
+      if (mode.leaderInfo) this.leaderInfo = mode.leaderInfo.bind(mode);
+    }
+    // The operator API only where the mode has it: core refuses it, before any I/O, where absent.
+    const ops = mode.operations;
+    if (ops) {
+      this.inspect = (key) => ops.inspect(key);
+      this.forceRelease = (key, by) => ops.forceRelease(key, by);
+      this.listKeys = (prefix) => ops.listKeys(prefix);
+      if (ops.forcedBy) this.forcedBy = (grant) => ops.forcedBy!(grant);
     }
   }
 

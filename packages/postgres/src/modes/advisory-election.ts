@@ -96,6 +96,10 @@ export function advisoryElectionSql(names: FenceNames) {
     leader: `SELECT n.id FROM ${names.leaders} n WHERE n.lock_id = $1::bigint AND EXISTS (
         SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.pid = n.pid
           AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
+    /** The same, with the leader's term (observe()'s term). */
+    leaderInfo: `SELECT n.id, n.term::text AS term FROM ${names.leaders} n WHERE n.lock_id = $1::bigint AND EXISTS (
+        SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.pid = n.pid
+          AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
   };
 }
 
@@ -194,6 +198,15 @@ export class AdvisoryElection {
     const { classid, objid } = advisoryLockParts(id);
     const [row] = await this.port.query<{ id: string }>('leader', key, this.sql.leader, [id.toString(), classid, objid]);
     return row?.id;
+  }
+
+  /** The current leader's id and term, read as leader() reads it. */
+  async leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
+    await this.ensureTable(key, (text) => this.port.query('leader', key, text, []));
+    const id = advisoryLockId(key, this.port.options.namespace);
+    const { classid, objid } = advisoryLockParts(id);
+    const [row] = await this.port.query<{ id: string; term: string }>('leader', key, this.sql.leaderInfo, [id.toString(), classid, objid]);
+    return row === undefined ? undefined : { id: row.id, term: Number(row.term) };
   }
 
   /** A term lives while its session does: a ping proves it and moves the local deadline on. */

@@ -158,6 +158,10 @@ export class AdvisoryMode implements PostgresLockMode {
     return this.election.leader(key);
   }
 
+  leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
+    return this.election.leaderInfo(key);
+  }
+
   /** acquireAll's global order: by advisory id, the order the server takes a set in. */
   orderKeys(fullKeys: readonly string[]): readonly string[] {
     return this.multi.orderKeys(fullKeys);

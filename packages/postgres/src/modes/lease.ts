@@ -10,6 +10,7 @@ import {
 } from '@deadbolt/core/adapter';
 import { electionSql, LeaseElection } from '../election.js';
 import { kindsSql } from '../kinds-sql.js';
+import { LeaseOperations } from '../lease-operations.js';
 import { grantChannelPrefix } from '../listen-session.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
@@ -29,6 +30,8 @@ export const leaseCapabilities: Capabilities = Object.freeze({
   semaphore: true,
   // The row's expires_at is ttl + lockDelayMs (grant, extension, renewal); a release deletes it or hands it on.
   lockDelay: true,
+  // inspect, forceRelease and list read and delete those rows; the election's leader has a term (lease-operations.ts).
+  operations: true,
 });
 
 /** A read, write or permit hold: its rows live in the kinds tables (core treats the field as opaque). */
@@ -70,6 +73,8 @@ export class LeaseMode implements PostgresLockMode {
   private readonly validateSql: string;
   /** This client's grant channel: one per backend, never per key. */
   private readonly channel = `${grantChannelPrefix}${randomBytes(12).toString('hex')}`;
+  /** The operator API on the same rows (lease-operations.ts). */
+  readonly operations: LeaseOperations;
 
   constructor(private readonly context: ModeContext) {
     const { options, statements } = context;
@@ -78,6 +83,7 @@ export class LeaseMode implements PostgresLockMode {
     this.validateSql = leaseValidateSql(options.table, options.schema);
     statements.requireSchema(this.sql.schema, this.sql.probe);
     statements.requireSchema(this.kinds.schema, this.kinds.probe);
+    this.operations = new LeaseOperations(statements, options.table, options.schema);
     this.election = new LeaseElection({
       sql: electionSql(options.table, options.schema),
       query: async <R extends Record<string, unknown>>(action: string, key: string, text: string, params: readonly unknown[]) =>
@@ -111,6 +117,10 @@ export class LeaseMode implements PostgresLockMode {
 
   leader(key: string): Promise<string | undefined> {
     return this.election.leader(key);
+  }
+
+  leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
+    return this.operations.leaderInfo(key);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {

@@ -6,6 +6,7 @@ import type {
   DeadboltError,
   Grant,
   MultiAttemptResult,
+  OperationsBackend,
   TermGrant,
 } from '@deadbolt/core/adapter';
 import type { ReleaseListener } from '../listener.js';
@@ -38,6 +39,10 @@ export interface PostgresLockMode {
   acquireMany?(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined>;
   campaign?(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined>;
   leader?(key: string): Promise<string | undefined>;
+  /** The election's leader with its term (ElectionBackend.leaderInfo). */
+  leaderInfo?(key: string): Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
+  /** The operator API (OperationsBackend): a mode has all four or none. */
+  readonly operations?: Pick<OperationsBackend, 'inspect' | 'forceRelease' | 'listKeys' | 'forcedBy'>;
   /** Frees what the mode opened itself (advisory sessions); the backend closes the shared parts after it. */
   close(): Promise<void>;
   /** Test support: stop as a killed process would (no leave, no release); the backend drops the sockets. */
