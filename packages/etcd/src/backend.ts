@@ -49,6 +49,8 @@ export const etcdCapabilities: Capabilities = Object.freeze({
   readWrite: true,
   semaphore: true,
   multi: 'atomic',
+  // inspect, forceRelease, list and observe (operations.ts); ttlLeftMs is what is left of the session's lease.
+  operations: true,
 });
 
 /** An etcd grant: `token` is our contender key, `fence` its create_revision. */

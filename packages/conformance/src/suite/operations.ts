@@ -18,7 +18,7 @@ const describeHolders = (seen: LockInspection): string => JSON.stringify(seen.ho
 
 export const opsInspectHolder: ConformanceCase = {
   title:
-    'operations: inspect shows the holder (owner where stored, fence, ttlLeftMs within (0, ttl] in ms, absent for a session hold) and held false after release',
+    'operations: inspect shows the holder (owner where stored, fence, ttlLeftMs within (0, ttl] in ms; for a session hold, what the session has left) and held false after release',
   requires: needsOperations,
   async run(ctx) {
     const ttlMs = Math.max(ctx.ttlMs, 2_000);
@@ -37,8 +37,9 @@ export const opsInspectHolder: ConformanceCase = {
     if (ctx.capabilities.fencing) assert(hold!.fence === lock.fence, `inspect reported fence ${hold!.fence}, the lock has ${lock.fence}`);
     const left = hold!.ttlLeftMs;
     if (ctx.capabilities.lease === 'session') {
-      // A session hold has no lease of its own: it lasts as long as its holder's session, which only the server times.
-      assert(left === undefined, `inspect reported ttlLeftMs ${left} for a session hold, which has no lease of its own to count down`);
+      // A session hold lasts as long as its holder's session: absent where only the server times it
+      // (ZooKeeper), else what is left of the session's lease (etcd), which the lock's ttl does not set.
+      assert(left === undefined || left > 0, `inspect reported ttlLeftMs ${left} for a held session hold`);
     } else {
       assert(
         left !== undefined && left > 0 && left <= ttlMs && left >= floorMs,
