@@ -21,7 +21,7 @@ export function runOnceOn(client: Etcd3, options: ResolvedEtcdOptions, bounded: 
   const claimKey = (key: string) => Buffer.from(`${options.namespace}\u0000run/${key}`, 'utf8');
   const recordKey = (key: string) => Buffer.from(`${options.namespace}\u0000run-record/${key}`, 'utf8');
   const runIdKey = (key: string) => Buffer.from(`${options.namespace}\u0000run-id/${key}`, 'utf8');
-  /** Each claim's current lease, by token: shortening swaps it. */
+  /** Each claim's lease, by token, until it is shortened or ended (then it is the server's alone). */
   const leases = new Map<string, string>();
 
   const grantLease = async (ms: number): Promise<string> =>
@@ -75,7 +75,8 @@ export function runOnceOn(client: Etcd3, options: ResolvedEtcdOptions, bounded: 
           await revoke(lease);
           return false;
         }
-        leases.set(grant.token, lease);
+        // Nothing is asked of a shortened claim again: it runs out on the server, untracked here.
+        leases.delete(grant.token);
         if (old !== undefined) await revoke(old);
         return true;
       }),
