@@ -4,7 +4,9 @@
 import { startEtcd, type ServerHandle } from '@deadbolt/conformance/servers';
 import {
   allPermitsAtOnce,
+  crashedReader,
   downgrade,
+  electionKilledLeader,
   fifoAcrossModes,
   multiAllOrNothing,
   multiExcludesSingle,
@@ -96,6 +98,16 @@ const mutants: [string, ConformanceCase[], Mutation][] = [
     },
   ],
   [
+    'a contender key not attached to the session lease (it outlives a holder that died)',
+    [electionKilledLeader, crashedReader],
+    {
+      txn: (request) => ({
+        ...request,
+        success: request.success?.map((op) => (op.request_put === undefined ? op : { request_put: { ...op.request_put, lease: '0' } })),
+      }),
+    },
+  ],
+  [
     'a multi-lock that never waits in a queue (its look for the key below finds nothing)',
     [multiAllOrNothing, multiExcludesSingle],
     {
@@ -123,7 +135,7 @@ function mutateClient(backend: EtcdBackend, mutation: Mutation): void {
   };
 }
 
-describe.concurrent('the readWrite, semaphore and multi groups catch broken etcd recipes', () => {
+describe.concurrent('the readWrite, semaphore, multi and election groups catch broken etcd recipes', () => {
   let server: ServerHandle;
   beforeAll(async () => {
     server = await startEtcd();
