@@ -97,17 +97,20 @@ export function advisoryMultiCases(): void {
       const [firstId, secondId] = [first!, second!].map((key) => advisoryLockId(key).toString());
       try {
         // Another session takes the keys in the opposite order: the second, then (below) the first.
+        // Its deadlock_timeout (10 s) outlasts ours (1 s), so the detector ends OUR wait (40P01). Our
+        // detector looks once, 1 s into our wait: the cycle must close before then, so the other
+        // session is ready beforehand and the wait is watched closely.
+        await other.query("SET deadlock_timeout = '10s'");
         await other.query('SELECT pg_advisory_lock($1::bigint)', [secondId]);
         const started = Date.now();
         const waiting = b.acquireMany!(requests(b, ['cycle:a', 'cycle:b']), Date.now() + 15_000, new AbortController().signal);
         await expect
           .poll(async () => (await env.admin.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rowCount, {
             timeout: 5_000,
+            interval: 5,
           })
           .toBe(1);
-        // A cycle: its deadlock_timeout (10 s) outlasts ours (1 s), so the detector ends OUR wait (40P01);
-        // the set gives back the first key, the other session gets it, and our retry waits its turn.
-        await other.query("SET deadlock_timeout = '10s'");
+        // The set gives back the first key, the other session gets it, and our retry waits its turn.
         await other.query('SELECT pg_advisory_lock($1::bigint)', [firstId]);
         await other.query('SELECT pg_advisory_unlock_all()');
         const grants = await waiting;
