@@ -1,3 +1,5 @@
+import type { BackendDrivers } from './contract/drivers.js';
+
 /**
  * The adapter contract. A backend does one atomic thing per call; every policy (waiting, backoff,
  * reentrancy bookkeeping, renewal scheduling, events, validation) lives once in core, the way
@@ -127,8 +129,12 @@ export type AttemptResult =
       readonly retryAfterMs?: number;
     };
 
-/** What a backend implements. Optional methods unlock better behaviour; core works without them. */
-export interface LockBackend {
+/**
+ * What a backend implements: it is the mutex's driver (HoldDriver), and offers the other
+ * primitives through optional drivers (contract/drivers.ts). Optional methods unlock better
+ * behaviour; core works without them.
+ */
+export interface LockBackend extends BackendDrivers {
   /** Names the backend in errors, logs and spans: 'memory', 'redis:setnx', 'postgres:lease'. No credentials. */
   readonly name: string;
   readonly capabilities: Capabilities;
@@ -207,6 +213,12 @@ export interface LockBackend {
    * after `maxWaitMs`; rejects only on abort. Backends without notifications leave it out and core polls.
    */
   waitForChange?(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void>;
+
+  /**
+   * A hint for a refused primitive: where this backend offers the missing capability (Redis: "use
+   * ?mode=fair"). Core adds it to the UnsupportedOperationError it throws. Absent: no hint.
+   */
+  capabilityHint?(capability: keyof Capabilities): string | undefined;
 
   /** Frees every socket and timer. Locks still held are left to expire (or their sessions end). */
   close(): Promise<void>;

@@ -77,13 +77,13 @@ export class EtcdBackend implements ElectionBackend, OperationsBackend {
   private readonly riding = new Map<string, Map<EtcdGrant, AcquireRequest['onLost']>>();
   private readonly closing = new AbortController();
   private readonly pendingDeletes = new PendingDeletes(500);
-  private readonly operations: EtcdOperations;
+  private readonly operationsRecipe: EtcdOperations;
 
   constructor(readonly options: ResolvedEtcdOptions) {
     this.endpoint = endpointOf(options.hosts);
     this.client = createEtcdClient(options);
     this.session = new EtcdSession(this.client, options);
-    this.operations = new EtcdOperations(this.client, options.namespace, () => callOptions(this.options));
+    this.operationsRecipe = new EtcdOperations(this.client, options.namespace, () => callOptions(this.options));
     // Run-once claims ride leases of their own, not the session's (run-once.ts).
     Object.assign(this, runOnceOn(this.client, options, this.bounded.bind(this)));
     this.session.onLost((lease, cause) => {
@@ -126,28 +126,28 @@ export class EtcdBackend implements ElectionBackend, OperationsBackend {
 
   /** Go's Election.Leader with its term (the leader key's create_revision), for election.observe(). */
   leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
-    return this.bounded('leader', key, () => this.operations.leaderInfo(key));
+    return this.bounded('leader', key, () => this.operationsRecipe.leaderInfo(key));
   }
 
   /** The operator API (operations.ts): every hold of the key, from one range of its prefix. */
   inspect(key: string): Promise<BackendInspection> {
-    return this.bounded('inspect', key, () => this.operations.inspect(key));
+    return this.bounded('inspect', key, () => this.operationsRecipe.inspect(key));
   }
 
   /** Deletes every contender key of `key` in one txn, leaving a marker naming `by` for each. */
   forceRelease(key: string, by: string): Promise<boolean> {
-    return this.bounded('forceRelease', key, () => this.operations.forceRelease(key, by));
+    return this.bounded('forceRelease', key, () => this.operationsRecipe.forceRelease(key, by));
   }
 
   /** After a refused renewal: the forceRelease marker of this very key (name and create_revision), if any. */
   forcedBy(grant: Grant): Promise<string | undefined> {
     const ours = grant as EtcdGrant;
-    return this.bounded('renew', grant.key, () => this.operations.forcedBy(ours.token, ours.revision));
+    return this.bounded('renew', grant.key, () => this.operationsRecipe.forcedBy(ours.token, ours.revision));
   }
 
   /** The lock names under `prefix`; a failed read ends the listing with a typed error. */
   async *listKeys(prefix: string): AsyncIterable<string> {
-    const keys = this.operations.listKeys(prefix)[Symbol.asyncIterator]();
+    const keys = this.operationsRecipe.listKeys(prefix)[Symbol.asyncIterator]();
     for (;;) {
       const next = await this.bounded('list', prefix, () => keys.next());
       if (next.done === true) return;

@@ -83,7 +83,7 @@ export class RedisBackend implements LockBackend {
 
   private readonly mode: LockMode;
   /** fair: read-write locks and semaphores (requests with a kind, and their grants) go here. */
-  private readonly kinds: FairKinds | undefined;
+  private readonly fairKinds: FairKinds | undefined;
   private readonly owned: (Redis | Cluster)[] = [];
   /** Every command connection, owned or the user's: only simulateCrash() drops the user's. */
   private readonly commandConnections: (Redis | Cluster)[] = [];
@@ -156,7 +156,7 @@ export class RedisBackend implements LockBackend {
       if (this.mode instanceof FairMode) {
         const fair = this.mode;
         const kinds = new FairKinds(connection, this.fairSettings(connection), this.name);
-        this.kinds = kinds;
+        this.fairKinds = kinds;
         this.acquireMany = (requests, deadline, signal) =>
           this.run(
             'acquire',
@@ -214,11 +214,11 @@ export class RedisBackend implements LockBackend {
 
   /** The mode that serves a request: the fair mode's kinds (read, write, permit) have their own scripts. */
   private modeFor(request: AcquireRequest): LockMode {
-    return request.kind !== undefined && this.kinds !== undefined ? this.kinds : this.mode;
+    return request.kind !== undefined && this.fairKinds !== undefined ? this.fairKinds : this.mode;
   }
 
   private modeOf(grant: Grant): LockMode {
-    return this.kinds?.owns(grant) === true ? this.kinds : this.mode;
+    return this.fairKinds?.owns(grant) === true ? this.fairKinds : this.mode;
   }
 
   /** The one global order of a multi-lock's keys: by Cluster slot, then key (multi.ts). */
@@ -256,7 +256,7 @@ export class RedisBackend implements LockBackend {
 
   /** Mutex grants and kind grants renew through their own scripts, in one round trip each, side by side. */
   private async renewEach(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]> {
-    const kinds = this.kinds;
+    const kinds = this.fairKinds;
     if (kinds === undefined || !grants.some((grant) => kinds.owns(grant))) return this.mode.renewMany(grants, ttlMs);
     const [ours, theirs] = [[] as number[], [] as number[]];
     for (const [index, grant] of grants.entries()) (kinds.owns(grant) ? ours : theirs).push(index);
@@ -276,7 +276,9 @@ export class RedisBackend implements LockBackend {
   }
 
   validate(grant: Grant): Promise<boolean> {
-    return this.run('validate', grant.key, () => validateGrant(this.mode, this.kinds, this.commandConnections, this.options.now, grant));
+    return this.run('validate', grant.key, () =>
+      validateGrant(this.mode, this.fairKinds, this.commandConnections, this.options.now, grant),
+    );
   }
 
   get isClosed(): boolean {
@@ -295,18 +297,18 @@ export class RedisBackend implements LockBackend {
    */
   simulateCrash(): void {
     if (this.mode instanceof FairMode) this.mode.crash();
-    this.kinds?.crash();
+    this.fairKinds?.crash();
     const subscribers = [
       this.notifier?.close(),
       this.mode instanceof FairMode ? this.mode.subscriber() : undefined,
-      this.kinds?.subscriber(),
+      this.fairKinds?.subscriber(),
     ];
     for (const connection of [...this.commandConnections, ...subscribers]) connection?.disconnect();
   }
 
   /** Test support (the fair suite's lost-message case): the grant subscriber's socket drops for good. */
   simulateLostGrantMessages(): void {
-    for (const subscriber of [this.mode instanceof FairMode ? this.mode.subscriber() : undefined, this.kinds?.subscriber()]) {
+    for (const subscriber of [this.mode instanceof FairMode ? this.mode.subscriber() : undefined, this.fairKinds?.subscriber()]) {
       // A half-closed socket still delivers what is in flight: stop listening first.
       subscriber?.removeAllListeners('message');
       subscriber?.removeAllListeners('smessage');
@@ -321,9 +323,9 @@ export class RedisBackend implements LockBackend {
     this.closed.abort(new BackendUnavailableError('close', { backend: this.name, cause: new Error('the backend is closed') }));
     this.deadlines.stop();
     const subscriber = this.notifier?.close();
-    await Promise.all([this.mode.close(), this.kinds?.close()]);
+    await Promise.all([this.mode.close(), this.fairKinds?.close()]);
     const grantSubscriber = this.mode instanceof FairMode ? this.mode.subscriber() : undefined;
-    const kindSubscriber = this.kinds?.subscriber();
+    const kindSubscriber = this.fairKinds?.subscriber();
     const connections = [...this.owned, ...[subscriber, grantSubscriber, kindSubscriber].filter((connection) => connection !== undefined)];
     await Promise.all(connections.map((connection) => closeConnection(connection, quitTimeoutMs)));
   }

@@ -15,6 +15,15 @@ export type {
   LockBackend,
   LockKind,
 } from '../backend.js';
+export type {
+  BackendDrivers,
+  ElectionDriver,
+  HoldDriver,
+  KindsDriver,
+  MultiDriver,
+  OperationsDriver,
+  RunsDriver,
+} from '../contract/drivers.js';
 export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
 export {
   forcedMarkerMs,
