@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisNodeAddress, ResolvedRedisOptions } from './options.js';
-import { defineScripts } from './scripts.js';
+import { defineScripts } from './lua.js';
 
 /**
  * ioredis settings that make a dead or frozen server fail fast instead of hanging:

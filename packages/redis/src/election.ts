@@ -1,9 +1,8 @@
 import type { CampaignRequest, TermGrant } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, siblingKey, waitingKey } from './keys.js';
-import { queueElectAcquire, runElectAcquire, runElectLeader } from './multi-election-scripts.js';
 import { acknowledgedGrant, type ReplicaWait } from './replica-ack.js';
-import { pair, runScript } from './scripts.js';
+import { pair, queueScript, runScript } from './lua.js';
 import { randomToken } from './token.js';
 
 /** Where the election waits for news of a release: the backend's notifier (at most maxWaitMs). */
@@ -38,11 +37,11 @@ export async function campaignSetnx(
     const keys = [request.key, fenceKey(request.key), leaderKey(request.key)] as const;
     const [elected, value] = pair(
       replicaWait === undefined
-        ? await runElectAcquire(connection, keys, token, request.ttlMs, request.candidate)
+        ? await runScript(connection, 'elect-acquire', keys, [token, request.ttlMs, request.candidate])
         : await acknowledgedGrant(
             connection,
             replicaWait,
-            queueElectAcquire(connection, keys, token, request.ttlMs, request.candidate),
+            (pipeline) => queueScript(pipeline, 'elect-acquire', keys, [token, request.ttlMs, request.candidate]),
             (reply) => pair(reply)[0] === 1,
             () => runScript(connection, 'setnx-release', [request.key, waitingKey(request.key)], [token, releaseChannel(request.key)]),
             { action: 'elect', key: request.key, backend: 'redis:setnx' },
@@ -61,6 +60,6 @@ export async function campaignSetnx(
 }
 
 export async function leaderSetnx(connection: Redis | Cluster, key: string): Promise<string | undefined> {
-  const id = await runElectLeader(connection, [key, leaderKey(key)]);
+  const id = await runScript(connection, 'elect-leader', [key, leaderKey(key)], []);
   return typeof id === 'string' ? id : id instanceof Buffer ? id.toString('utf8') : undefined;
 }

@@ -1,8 +1,7 @@
 import type { AcquireRequest, Grant, MultiAttemptResult } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, slotOf, waitingKey } from './keys.js';
-import { runAcquireMany } from './multi-election-scripts.js';
-import { runScript } from './scripts.js';
+import { runScript } from './lua.js';
 import { randomToken } from './token.js';
 
 /**
@@ -28,7 +27,7 @@ export async function tryAcquireManySetnx(connection: Redis | Cluster, requests:
   const grants: Grant[] = [];
   for (const group of groups) {
     const keys = group.map((request) => request.key);
-    const reply = (await runAcquireMany(connection, [...keys, ...keys.map(fenceKey)], token, group[0]!.ttlMs)) as number[];
+    const reply = (await runScript(connection, 'acquire-many', [...keys, ...keys.map(fenceKey)], [token, group[0]!.ttlMs])) as number[];
     if (Number(reply[0]) !== 1) {
       // Give back the groups taken before this one: the call holds nothing when it reports busy.
       await Promise.all(

@@ -4,9 +4,9 @@ import { Cluster, type Redis } from 'ioredis';
 import { leaderKey } from './election.js';
 import { fenceKey, releaseChannel, siblingKey } from './keys.js';
 import { kindKeys } from './modes/fair-kinds.js';
-import { forceReleaseLua, inspectLua, leaderInfoLua } from './operations-lua.js';
+import { runScript } from './lua.js';
 
-/** Every structure of one key (operations-lua.ts: KEYS[1]..[13]), all in the key's hash slot. */
+/** Every structure of one key (lua/operations.ts: KEYS[1]..[13]), all in the key's hash slot. */
 function operationKeys(key: string): string[] {
   return [
     key,
@@ -27,20 +27,6 @@ export function forcedKey(key: string): string {
 const siblingSuffix = /:(fence|waiting|leader|queue|waiters|forced|(rw|sem):(holders|meta|queue|waiters|fence))$/;
 /** A read-write lock's or a semaphore's meta hash of an untagged key: `{<key>}:rw:meta`. */
 const kindMeta = /^\{(.*)\}:(rw|sem):meta$/;
-
-type Call = (...args: (string | number)[]) => Promise<unknown>;
-const names = { inspect: 'deadbolt_ops_inspect', force: 'deadbolt_ops_force', leader: 'deadbolt_ops_leader' } as const;
-const defined = new WeakSet<Redis | Cluster>();
-
-function commands(connection: Redis | Cluster): Record<string, Call> {
-  if (!defined.has(connection)) {
-    connection.defineCommand(names.inspect, { numberOfKeys: 13, lua: inspectLua });
-    connection.defineCommand(names.force, { numberOfKeys: 13, lua: forceReleaseLua });
-    connection.defineCommand(names.leader, { numberOfKeys: 3, lua: leaderInfoLua });
-    defined.add(connection);
-  }
-  return connection as unknown as Record<string, Call>;
-}
 
 const text = (value: unknown): string => (Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
 
@@ -80,9 +66,7 @@ export class RedisOperations {
   async inspect(key: string): Promise<BackendInspection> {
     const keys = operationKeys(key);
     const now = this.clientClock === undefined ? '' : String(this.clientClock());
-    const replies = await Promise.all(
-      this.connections.map((connection) => commands(connection)[names.inspect]!.call(connection, ...keys, now)),
-    );
+    const replies = await Promise.all(this.connections.map((connection) => runScript(connection, 'ops-inspect', keys, [now])));
     if (replies.length === 1) return parseInspection(replies[0]);
     // RedLock: the lock is held only where a majority of masters have it; its lease is the shortest of theirs.
     const holding = replies.map(parseInspection).filter((one) => one.holders.length > 0);
@@ -93,9 +77,7 @@ export class RedisOperations {
   async forceRelease(key: string, by: string): Promise<boolean> {
     const keys = operationKeys(key);
     const replies = await Promise.all(
-      this.connections.map((connection) =>
-        commands(connection)[names.force]!.call(connection, ...keys, by, forcedMarkerMs, releaseChannel(key)),
-      ),
+      this.connections.map((connection) => runScript(connection, 'ops-force', keys, [by, forcedMarkerMs, releaseChannel(key)])),
     );
     return replies.some((removed) => Number(removed) > 0);
   }
@@ -108,7 +90,7 @@ export class RedisOperations {
   /** The setnx election's leader (its record) or the fair one's (in the lock's token), with the fence as its term. */
   async leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
     const connection = this.connections[0]!;
-    const reply = (await commands(connection)[names.leader]!.call(connection, key, fenceKey(key), leaderKey(key))) as unknown[];
+    const reply = (await runScript(connection, 'ops-leader', [key, fenceKey(key), leaderKey(key)], [])) as unknown[];
     const [value, record, fence] = reply.map(text) as [string, string, string];
     if (value === '' || fence === '') return undefined;
     const fair = /^[^.]+\.\d+\.e[0-9a-z]+~([A-Za-z0-9_-]*)$/.exec(value)?.[1];

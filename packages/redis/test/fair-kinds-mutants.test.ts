@@ -26,7 +26,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
-import { kindAcquireLua, kindLeaveLua, kindReleaseLua, kindRenewLua } from '../src/kinds-lua.js';
+import { kindAcquireLua, kindLeaveLua, kindReleaseLua, kindRenewLua } from '../src/lua/kinds.js';
 import { redisResidue } from './residue.js';
 
 type KindScript = 'kind_acquire' | 'kind_release' | 'kind_leave' | 'kind_renew';

@@ -5,9 +5,8 @@ import { createLockClient, type LockClient } from '@deadbolt/core';
 import { electionOneLeader, multiExcludesSingle, runCase, type ConformanceCase } from '@deadbolt/conformance';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fairEnqueueManyLua, runFairEnqueueMany } from '../src/fair-multi-lua.js';
 import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
-import { fairReleaseLua } from '../src/lua.js';
+import { fairEnqueueManyLua, fairReleaseLua } from '../src/lua/fair.js';
 
 /** A mutated script: the ioredis command it replaces, its key count (undefined: variable), its source. */
 interface Change {
@@ -73,8 +72,6 @@ describe.concurrent('the multi and election groups catch broken fair scripts', (
           connection.on('error', () => undefined);
           connections.push(connection);
           const backend = createRedisBackend({ mode: 'fair', client: connection, waiterLeaseMs: mutantWaiterLeaseMs });
-          // The enqueue script is defined on first use: define it now (no keys: a no-op) so the mutant stays.
-          void runFairEnqueueMany(connection, [], mutantWaiterLeaseMs, '', 'PUBLISH', []).catch(() => undefined);
           connection.defineCommand(
             change.command,
             change.keys === undefined ? { lua: change.lua } : { numberOfKeys: change.keys, lua: change.lua },

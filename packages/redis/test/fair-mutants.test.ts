@@ -18,7 +18,7 @@ import {
   type ConformanceCase,
 } from '@deadbolt/conformance';
 import { createRedisBackend, fairCapabilities, type RedisBackend } from '../src/index.js';
-import { fairAcquireLua, fairLeaveLua, fairReleaseLua } from '../src/lua.js';
+import { fairAcquireLua, fairLeaveLua, fairReleaseLua } from '../src/lua/fair.js';
 import { suiteWaiterLeaseMs } from './fair-hooks.js';
 
 type FairScript = 'fair_acquire' | 'fair_release' | 'fair_leave';

@@ -5,9 +5,9 @@ import { createLockClient } from '@deadbolt/core';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisBackend, type RedisMode } from '../src/index.js';
-import { kindAcquireLua } from '../src/kinds-lua.js';
-import { setnxAcquireLua } from '../src/lua.js';
-import { electAcquireLua, runElectLeader } from '../src/multi-election-scripts.js';
+import { kindAcquireLua } from '../src/lua/kinds.js';
+import { setnxAcquireLua } from '../src/lua/mutex.js';
+import { electAcquireLua } from '../src/lua/multi-election.js';
 import { type FenceClients, fencesAcrossRestart, type TakeFence, takeMutex, takePermit, takeTerm } from './fence-restart.js';
 
 /** The seed taken out: a new counter starts at 1 again, as INCR alone does. */
@@ -39,8 +39,6 @@ function mutated(mutant: Mutant): FenceClients {
       connection.on('error', () => undefined);
       connections.push(connection);
       const backend = createRedisBackend({ mode: mutant.mode, client: connection });
-      // The election's scripts are defined on first use: define them first, so the mutant replaces them.
-      await runElectLeader(connection, ['{mutant}:lock', '{mutant}:leader']);
       connection.defineCommand(mutant.command, { numberOfKeys: mutant.keys, lua: unseeded(mutant.lua) });
       return createLockClient({ backend });
     },

@@ -7,16 +7,15 @@ import {
   type TermGrant,
 } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
-import { runFairEnqueueMany } from '../fair-multi-lua.js';
 import { siblingKey, slotOf } from '../keys.js';
 import { pipelined } from '../pipeline.js';
-import { queueScript, type ScriptArgument } from '../scripts.js';
+import { queueScript, runScript, type ScriptArgument } from '../lua.js';
 import { FairQueue, fairKeys, type FairSettings, type QueueGrant, type QueueScript } from './fair-queue.js';
 import type { LockMode } from './mode.js';
 import { driftMs } from './fair-waiter.js';
 
 /**
- * One letter per kind, read by the scripts from the token (kinds-lua.ts). Tokens of the mutex
+ * One letter per kind, read by the scripts from the token (lua/kinds.ts). Tokens of the mutex
  * family go through the fair mutex's own scripts: 'm' a key of a multi-lock, 'e' an election term.
  */
 const modeLetter = { read: 'r', write: 'w', permit: 'p' } as const;
@@ -27,7 +26,7 @@ const isKindToken = (token: string): boolean => 'rwp'.includes(letterOf(token));
 const electionToken = /^[^.]+\.\d+\.e[0-9a-z]+~([A-Za-z0-9_-]*)$/;
 
 /**
- * The five keys of a read-write lock or a semaphore on `key`, in one hash slot (kinds-lua.ts). They
+ * The five keys of a read-write lock or a semaphore on `key`, in one hash slot (lua/kinds.ts). They
  * are apart from the key's mutex and from each other: a lock, a read-write lock and a semaphore of
  * one name are three locks.
  */
@@ -60,7 +59,7 @@ function keysOf(key: string, token: string): readonly string[] {
 /**
  * Read-write locks and semaphores of the fair mode (issue 16): holders with server-clock leases,
  * FIFO across modes with runs of readers admitted together, room granted in place to the head by
- * the script that frees it, one message to that waiter's client (kinds-lua.ts). The waiting side
+ * the script that frees it, one message to that waiter's client (lua/kinds.ts). The waiting side
  * is the fair mutex's (fair-queue.ts), with these tokens' scripts. It has its own client id, grant
  * channel and subscriber socket, so the fair mutex's hot path is untouched. Multi-locks and
  * election terms (issue 17) are fair mutex locks taken through the same waiting machinery with
@@ -78,6 +77,17 @@ export class FairKinds extends FairQueue implements LockMode {
   /** Whether a grant is one of ours (a read, write or permit), by its token. */
   owns(grant: Grant): boolean {
     return grant.token.startsWith(this.tokenStart);
+  }
+
+  /**
+   * A read, write or permit hold: its holder entry and lease end on the server's clock (a read-only
+   * script); a multi-lock key or a term: the fair mutex's plain token.
+   */
+  override validate(grant: Grant): Promise<boolean> {
+    if (!isKindToken(grant.token)) return super.validate(grant);
+    return runScript(this.connection, 'kind-holds', keysOf(grant.key, grant.token).slice(0, 2), [grant.token]).then(
+      (reply) => Number(reply) === 1,
+    );
   }
 
   tokenFor(request: AcquireRequest): string {
@@ -105,7 +115,7 @@ export class FairKinds extends FairQueue implements LockMode {
 
   /**
    * Multi-key locks on the fair queue (issue 17): per hash slot, in the global (slot, key) order,
-   * one script takes every free key and queues on every other (fair-multi-lua.ts), so two
+   * one script takes every free key and queues on every other (lua/fair.ts), so two
    * multi-locks stand in the same order in every queue they share; then the call waits for the
    * grants of that slot before it enqueues in the next. At the deadline, on abort or on a failure,
    * every key taken is released and every queue entry left: nothing stays behind.
@@ -149,13 +159,11 @@ export class FairKinds extends FairQueue implements LockMode {
     for (const token of tokens) this.inFlight.set(token, undefined);
     const prefix = this.channelPrefix(group[0]!.key);
     const sentAt = Date.now();
-    const reply = (await runFairEnqueueMany(
+    const reply = (await runScript(
       this.connection,
+      'fair-enqueue-many',
       group.flatMap((request) => fairKeys(request.key)),
-      this.settings.waiterLeaseMs,
-      prefix,
-      this.publish,
-      tokens,
+      [this.settings.waiterLeaseMs, prefix, this.publish, ...tokens],
     ).catch((error: unknown) => {
       for (const token of tokens) this.inFlight.delete(token);
       for (const [index, request] of group.entries()) void this.undoAcquire(request, tokens[index]!).catch(() => undefined);
@@ -227,7 +235,7 @@ export class FairKinds extends FairQueue implements LockMode {
       downgrade && kind.type === 'read' && kind.downgradeOf !== undefined ? kind.downgradeOf.token : '',
     ];
     // The channel only on Cluster (a single server's is the scripts' default), and no trailing '':
-    // a plain read or write sends four arguments, as the fair mutex (kinds-lua.ts).
+    // a plain read or write sends four arguments, as the fair mutex (lua/kinds.ts).
     if (this.settings.cluster) args.push(...channel);
     else while (args.at(-1) === '') args.pop();
     return { name: 'kind-acquire', keys: keysOf(request.key, token), args };

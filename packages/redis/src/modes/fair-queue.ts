@@ -4,9 +4,9 @@ import type { Cluster, Redis } from 'ioredis';
 import { GrantChannel } from '../grant-channel.js';
 import { JitteredTicker } from '../jittered-ticker.js';
 import { fenceKey, siblingKey, slotOf, tagOfSlot } from '../keys.js';
-import { standaloneGrantPrefix } from '../lua.js';
+import { standaloneGrantPrefix } from '../lua/fair.js';
 import { pipelined } from '../pipeline.js';
-import { pair, queueScript, runScript, type ScriptArgument, type ScriptName } from '../scripts.js';
+import { pair, queueScript, runScript, type ScriptArgument, type ScriptName } from '../lua.js';
 import { baseCapabilities } from './mode.js';
 import { driftMs, QueuedWaiter, type WaiterHost } from './fair-waiter.js';
 
@@ -208,6 +208,11 @@ export abstract class FairQueue {
   release(grant: Grant): Promise<boolean> {
     if (this.unextended.size > 0) this.unextended.delete(grant as QueueGrant);
     return this.run(this.releaseCall(grant.key, grant.token)).then(isOne);
+  }
+
+  /** A plain token under the key, as setnx's (the server's PX ends it). */
+  async validate(grant: Grant): Promise<boolean> {
+    return (await this.connection.get(grant.key)) === grant.token;
   }
 
   async close(): Promise<void> {

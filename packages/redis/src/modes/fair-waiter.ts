@@ -1,5 +1,5 @@
 import { onAbort, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
-import { pair } from '../scripts.js';
+import { pair } from '../lua.js';
 
 /** What a queued waiter needs from its fair queue (fair-queue.ts): one object per queue, shared by every wait. */
 export interface WaiterHost {

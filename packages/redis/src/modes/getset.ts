@@ -1,7 +1,7 @@
 import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 import { pipelined } from '../pipeline.js';
-import { pair, queueScript, runScript } from '../scripts.js';
+import { pair, queueScript, runScript } from '../lua.js';
 import { randomToken } from '../token.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
@@ -79,6 +79,14 @@ export class GetsetMode implements LockMode {
 
   async release(grant: Grant): Promise<boolean> {
     return Number(await runScript(this.connection, 'getset-release', [grant.key], [grant.token, Math.floor(this.now())])) === 1;
+  }
+
+  /** "expiry:token", the expiry on the client's clock as the algorithm decides it. */
+  async validate(grant: Grant): Promise<boolean> {
+    const value = await this.connection.get(grant.key);
+    if (value === null) return false;
+    const colon = value.indexOf(':');
+    return value.slice(colon + 1) === grant.token && Number(value.slice(0, colon)) > this.now();
   }
 
   async close(): Promise<void> {}

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { acknowledgedGrant, type ReplicaWait } from '../replica-ack.js';
-import { pair, queueScript, runScript } from '../scripts.js';
+import { pair, queueScript, runScript } from '../lua.js';
 import { serverExpiryMs, renewalExpiryMs, withLockDelay } from './lock-delay.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
@@ -92,6 +92,11 @@ export class HashReentrantMode implements LockMode {
         await runScript(this.connection, 'hash-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)]),
       ) > 0
     );
+  }
+
+  /** The owner's field in the hash (the server's PEXPIRE ends it). */
+  async validate(grant: Grant): Promise<boolean> {
+    return Number(await this.connection.hexists(grant.key, grant.token)) === 1;
   }
 
   async close(): Promise<void> {}

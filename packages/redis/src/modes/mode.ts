@@ -1,5 +1,14 @@
-import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
-import type { RedisMode } from '../options.js';
+import type {
+  AcquireRequest,
+  AttemptResult,
+  CampaignRequest,
+  Capabilities,
+  Grant,
+  MultiAttemptResult,
+  TermGrant,
+} from '@deadbolt/core/adapter';
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisMode, ResolvedRedisOptions } from '../options.js';
 
 /**
  * One lock algorithm. The backend wraps every call with the deadline, the error mapping and the
@@ -21,6 +30,8 @@ export interface LockMode {
   /** One round trip per connection. Throws when the outcome of any renewal is unknown. */
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<boolean[]>;
   release(grant: Grant): Promise<boolean>;
+  /** One read, no write: true only while this exact grant holds (each mode reads its own layout). */
+  validate(grant: Grant): Promise<boolean>;
   /** Whether a release publishes on releaseChannel(key), so the backend can offer waitForChange. */
   readonly publishesReleases: boolean;
   close(): Promise<void>;
@@ -36,3 +47,72 @@ export const baseCapabilities = {
   // inspect, forceRelease, list (operations.ts)
   operations: true,
 } as const;
+
+/** Resolves when the lock on `key` may have become free, or after `maxWaitMs` (a release notification). */
+export type WaitForChange = (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
+
+/** What a mode is built from (modes/table.ts): the resolved options and the connections opened for it. */
+export interface ModeContext {
+  readonly options: ResolvedRedisOptions;
+  /** The backend's name (`redis:<mode>`), for typed errors. */
+  readonly name: string;
+  /** The command connections: one, or RedLock's masters. */
+  readonly connections: readonly (Redis | Cluster)[];
+  /** The deadline of one call, for the mode's own bounded reads (the release wait's re-check). */
+  readonly deadlineMs: number;
+}
+
+/**
+ * Everything one mode brings to the backend: its mutex, and the primitives it offers beside it.
+ * The backend guards each call (guard.ts) and wires what is present; it never asks which mode it has.
+ */
+export interface ModeRoom {
+  readonly mutex: LockMode;
+  /** The mutex's native wait (fair: the server queues the waiter and grants it in place). */
+  readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
+  /** Release notifications (setnx, hash-reentrant); absent: core polls. */
+  readonly waitForChange?: WaitForChange;
+  /** Read-write locks and semaphores (fair). */
+  readonly kinds?: KindsMode;
+  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
+  readonly acquireMany?: (
+    requests: readonly AcquireRequest[],
+    deadline: number,
+    signal: AbortSignal,
+  ) => Promise<readonly Grant[] | undefined>;
+  readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
+  readonly leader?: (key: string) => Promise<string | undefined>;
+  /** Stops without a word to the server (simulateCrash): no timers, no leaves. */
+  crash(): void;
+  /** Stops politely: waiters still queued leave. */
+  close(): Promise<void>;
+  /** The sockets the room opened beside the command connections (subscribers), for the backend to close. */
+  subscribers(): (Redis | Cluster)[];
+  /** Test support: the grant subscribers stop hearing for good (the lost-message case). */
+  dropGrantMessages(): void;
+}
+
+/** The keeper of read, write and permit holds (fair); `owns` tells its grants apart while core sends every hold to the backend. */
+export interface KindsMode extends LockMode {
+  acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
+  owns(grant: Grant): boolean;
+}
+
+/** A room of just a mutex (getset, redlock) or a mutex and its release wait (setnx, hash-reentrant). */
+export function plainRoom(
+  mutex: LockMode,
+  extra: Partial<ModeRoom> = {},
+  subscribers: () => (Redis | Cluster | undefined)[] = () => [],
+): ModeRoom {
+  return {
+    mutex,
+    crash: () => undefined,
+    close: () => {
+      subscribers(); // stops the release wait first: its waiters wake
+      return mutex.close();
+    },
+    subscribers: () => subscribers().filter((connection) => connection !== undefined),
+    dropGrantMessages: () => undefined,
+    ...extra,
+  };
+}

@@ -1,8 +1,8 @@
 import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import type { Redis } from 'ioredis';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '@deadbolt/core/adapter';
 import { pipelined } from '../pipeline.js';
-import { pair, queueScript, runScript } from '../scripts.js';
+import { pair, queueScript, runScript } from '../lua.js';
 import { randomToken } from '../token.js';
 import { baseCapabilities, type LockMode } from './mode.js';
 
@@ -164,6 +164,17 @@ export class RedlockMode implements LockMode {
     const answered = answers.filter((answer) => answer.ok).length;
     if (deleted >= this.quorum) return true;
     if (answered < this.quorum) throw new QuorumUnreachableError(answered, this.quorum, failures(answers));
+    return false;
+  }
+
+  /** The token on a majority of the masters, each asked with the node deadline. Unknown (too few answers): thrown. */
+  async validate(grant: Grant): Promise<boolean> {
+    const answers = await this.onEveryMaster(this.nodeTimeoutMs(Number.MAX_SAFE_INTEGER), (master) => master.get(grant.key));
+    const answered = answers.filter((answer) => answer.ok).length;
+    const holding = answers.filter((answer) => answer.ok && answer.value === grant.token).length;
+    if (holding >= this.quorum) return true;
+    // The silent masters could make up the majority: the answer is unknown, not no.
+    if (holding + this.masters.length - answered >= this.quorum) throw new QuorumUnreachableError(answered, this.quorum, failures(answers));
     return false;
   }
 

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, waitingKey } from '../keys.js';
 import { pipelined } from '../pipeline.js';
 import { acknowledgedGrant, type ReplicaWait } from '../replica-ack.js';
-import { pair, queueScript, runScript } from '../scripts.js';
+import { pair, queueScript, runScript } from '../lua.js';
 import { TokenSource } from '../token.js';
 import { serverExpiryMs, renewalExpiryMs, withLockDelay } from './lock-delay.js';
 import { baseCapabilities, type LockMode } from './mode.js';
@@ -92,6 +92,11 @@ export class SetnxMode implements LockMode {
         await runScript(this.connection, 'setnx-release', [grant.key, waitingKey(grant.key)], [grant.token, releaseChannel(grant.key)]),
       ) === 1
     );
+  }
+
+  /** The token under the key (the server's PX ends it). */
+  async validate(grant: Grant): Promise<boolean> {
+    return (await this.connection.get(grant.key)) === grant.token;
   }
 
   async close(): Promise<void> {}

@@ -4,7 +4,7 @@
  * KEYS: [1] the lock (setnx, getset, redlock and fair: a string; hash-reentrant: a hash),
  * [2] its fencing counter, [3] [4] the fair mutex's queue and waiters' deadlines,
  * [5]..[8] the read-write lock's holders, meta, queue, waiters, [9]..[12] the semaphore's
- * (kinds-lua.ts), [13] the forced-release marker.
+ * (lua/kinds.ts), [13] the forced-release marker.
  */
 
 const clockAndHoldsLua = `local time = redis.call('TIME')

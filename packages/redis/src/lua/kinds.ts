@@ -15,10 +15,10 @@
  * starve (Redisson's RReadWriteLock admits readers past a waiting writer), and nobody polls
  * (redis-semaphore polls on client clocks).
  */
-import { fenceTextLua, nextFenceLua } from './fence-lua.js';
-import { standaloneGrantPrefix } from './lua.js';
+import { fenceTextLua, nextFenceLua } from './fence.js';
+import { standaloneGrantPrefix } from './fair.js';
 
-const kindPreludeLua = `-- kind prelude (see kinds-lua.ts): holders, meta, queue, waiters, fence
+const kindPreludeLua = `-- kind prelude (see lua/kinds.ts): holders, meta, queue, waiters, fence
 if redis.replicate_commands then redis.replicate_commands() end -- TIME before writes (Redis < 5)
 local holdersKey, metaKey, queueKey, waitersKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 `;
@@ -29,7 +29,7 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 `;
 
 /** The functions of the general path, defined after a script's uncontended fast path (closures cost per call). */
-const kindFragmentLua = `-- kind fragment (see kinds-lua.ts)
+const kindFragmentLua = `-- kind fragment (see lua/kinds.ts)
 
 -- client id, ttl, mode of a token; nil for text this module did not write
 local function parse(token)
@@ -254,3 +254,16 @@ redis.call('ZADD', holdersKey, now + tonumber(ARGV[2]), ARGV[1])
 tidy()
 return 1
 `;
+
+/**
+ * A solo hold is meta's 'solo' field (meta expires at its lease end); any other is a member of the
+ * holders zset whose score, its lease end in server ms, is still ahead of the server's TIME.
+ */
+export const kindHoldsLua = `local holdersKey, metaKey = KEYS[1], KEYS[2]
+if redis.call('HGET', metaKey, 'solo') == ARGV[1] then return 1 end
+local score = redis.call('ZSCORE', holdersKey, ARGV[1])
+if not score then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if tonumber(score) > now then return 1 end
+return 0`;

@@ -1,1 +1,0 @@
-export { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
