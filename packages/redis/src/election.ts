@@ -1,6 +1,8 @@
-import type { CampaignRequest, TermGrant } from '@deadbolt/core/adapter';
+import type { CampaignRequest, ElectionDriver, HoldDriver, TermGrant } from '@deadbolt/core/adapter';
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, siblingKey, waitingKey } from './keys.js';
+import type { CallGuard } from './guard.js';
+import type { ModeElection } from './modes/mode.js';
 import { acknowledgedGrant, type ReplicaWait } from './replica-ack.js';
 import { pair, queueScript, runScript } from './lua.js';
 import { randomToken } from './token.js';
@@ -62,4 +64,32 @@ export async function campaignSetnx(
 export async function leaderSetnx(connection: Redis | Cluster, key: string): Promise<string | undefined> {
   const id = await runScript(connection, 'elect-leader', [key, leaderKey(key)], []);
   return typeof id === 'string' ? id : id instanceof Buffer ? id.toString('utf8') : undefined;
+}
+
+/**
+ * The election driver: campaign and leader of the mode's election, the leader's id with its term
+ * (an operator script), and the terms kept by the driver of the holds they are (`keeper`).
+ */
+export function electionDriver(
+  election: ModeElection,
+  keeper: HoldDriver,
+  guard: CallGuard,
+  leaderInfo: (key: string) => Promise<{ id: string; term: number } | undefined>,
+): ElectionDriver {
+  const driver: ElectionDriver = {
+    campaign: (request, deadline, signal) => guard.run('elect', request.key, () => election.campaign(request, deadline, signal), false),
+    leader: (key) => guard.run('leader', key, () => election.leader(key)),
+    leaderInfo: (key) => guard.run('leader', key, () => leaderInfo(key)),
+    renew: (grant, ttlMs) => keeper.renew(grant, ttlMs),
+    release: (grant) => keeper.release(grant),
+  };
+  if (keeper.renewMany) {
+    const renewMany = keeper.renewMany;
+    driver.renewMany = (grants, ttlMs) => renewMany(grants, ttlMs);
+  }
+  if (keeper.validate) {
+    const validate = keeper.validate;
+    driver.validate = (grant) => validate(grant);
+  }
+  return driver;
 }

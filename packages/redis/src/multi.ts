@@ -1,7 +1,9 @@
-import type { AcquireRequest, Grant, MultiAttemptResult } from '@deadbolt/core/adapter';
+import type { AcquireRequest, Grant, HoldDriver, MultiAttemptResult, MultiDriver } from '@deadbolt/core/adapter';
+import type { CallGuard } from './guard.js';
 import type { Cluster, Redis } from 'ioredis';
 import { fenceKey, releaseChannel, slotOf, waitingKey } from './keys.js';
 import { runScript } from './lua.js';
+import type { ModeMulti } from './modes/mode.js';
 import { randomToken } from './token.js';
 
 /**
@@ -53,4 +55,25 @@ function groupBySlot(requests: readonly AcquireRequest[]): AcquireRequest[][] {
     groups.set(slot, group);
   }
   return [...groups.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+}
+
+/**
+ * The multi driver: the (slot, key) order every mode takes keys in, and the mode's own all-or-nothing
+ * step where it has one, its grants kept by `keeper` (absent: the mutex).
+ */
+export function multiDriver(multi: ModeMulti | undefined, keeper: HoldDriver | undefined, guard: CallGuard): MultiDriver {
+  const keysOf = (requests: readonly AcquireRequest[]): string => requests.map((request) => request.key).join(', ');
+  const tryAcquireMany = multi?.tryAcquireMany;
+  const acquireMany = multi?.acquireMany;
+  return {
+    orderKeys: (keys) => bySlotThenKey(keys),
+    ...(tryAcquireMany ? { tryAcquireMany: (requests) => guard.run('acquire', keysOf(requests), () => tryAcquireMany(requests)) } : {}),
+    ...(acquireMany
+      ? {
+          acquireMany: (requests, deadline, signal) =>
+            guard.run('acquire', keysOf(requests), () => acquireMany(requests, deadline, signal), false),
+        }
+      : {}),
+    ...(keeper ? { keeper } : {}),
+  } satisfies MultiDriver;
 }

@@ -1,7 +1,8 @@
 import type { LockHolder } from '@deadbolt/core';
-import { forcedMarkerMs, type BackendInspection, type Grant } from '@deadbolt/core/adapter';
+import { forcedMarkerMs, type BackendInspection, type Grant, type OperationsDriver } from '@deadbolt/core/adapter';
 import { Cluster, type Redis } from 'ioredis';
 import { leaderKey } from './election.js';
+import type { CallGuard } from './guard.js';
 import { fenceKey, releaseChannel, siblingKey } from './keys.js';
 import { kindKeys } from './modes/fair-kinds.js';
 import { runScript } from './lua.js';
@@ -133,16 +134,12 @@ export class RedisOperations {
   }
 }
 
-/** What a guarded call looks like (the backend's `run`: typed errors, deadlines, closed checks). */
-export type GuardedRun = <T>(action: string, key: string | undefined, operation: () => Promise<T>) => Promise<T>;
-
-/** The backend's operator methods (OperationsBackend, ElectionBackend.leaderInfo), each through `run`. */
-export function operatorMethods(ops: RedisOperations, run: GuardedRun, elects: boolean) {
+/** The operations driver: the operator methods, each through the call guard. */
+export function operationsDriver(ops: RedisOperations, guard: CallGuard): OperationsDriver {
   return {
-    inspect: (key: string) => run('inspect', key, () => ops.inspect(key)),
-    forceRelease: (key: string, by: string) => run('forceRelease', key, () => ops.forceRelease(key, by)),
-    forcedBy: (grant: Grant) => run('renew', grant.key, () => ops.forcedBy(grant)),
-    listKeys: (prefix: string) => ops.listKeys(prefix),
-    ...(elects ? { leaderInfo: (key: string) => run('leader', key, () => ops.leaderInfo(key)) } : {}),
+    inspect: (key) => guard.run('inspect', key, () => ops.inspect(key)),
+    forceRelease: (key, by) => guard.run('forceRelease', key, () => ops.forceRelease(key, by)),
+    forcedBy: (grant: Grant) => guard.run('renew', grant.key, () => ops.forcedBy(grant)),
+    listKeys: (prefix) => ops.listKeys(prefix),
   };
 }

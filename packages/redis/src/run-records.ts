@@ -1,4 +1,5 @@
-import type { RunOnceBackend } from '@deadbolt/core/adapter';
+import type { RunsDriver } from '@deadbolt/core/adapter';
+import type { CallGuard } from './guard.js';
 import type { Cluster, Redis } from 'ioredis';
 import { siblingKey } from './keys.js';
 import { runScript } from './lua.js';
@@ -8,10 +9,9 @@ export function runRecordKey(key: string): string {
   return siblingKey(key, 'lastrun');
 }
 
-type Run = <T>(action: string, key: string, operation: () => Promise<T>) => Promise<T>;
-
-/** saveRun and loadRun on `connection`, each through the backend's guarded `run` (typed errors, deadlines). */
-export function runRecordsOn(connection: Redis | Cluster, run: Run): Required<Pick<RunOnceBackend, 'saveRun' | 'loadRun'>> {
+/** The runs driver: saveRun and loadRun on `connection`, each through the call guard (typed errors, deadlines). */
+export function runsDriver(connection: Redis | Cluster, guard: CallGuard): RunsDriver {
+  const run = guard.run.bind(guard);
   return {
     saveRun: (key, runId, record, replaces) =>
       run(

@@ -48,6 +48,9 @@ export const baseCapabilities = {
   operations: true,
 } as const;
 
+/** A native wait: queued by the server, granted in place (fair). */
+export type NativeAcquire = (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
+
 /** Resolves when the lock on `key` may have become free, or after `maxWaitMs` (a release notification). */
 export type WaitForChange = (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
 
@@ -69,19 +72,15 @@ export interface ModeContext {
 export interface ModeRoom {
   readonly mutex: LockMode;
   /** The mutex's native wait (fair: the server queues the waiter and grants it in place). */
-  readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
+  readonly acquire?: NativeAcquire;
   /** Release notifications (setnx, hash-reentrant); absent: core polls. */
   readonly waitForChange?: WaitForChange;
   /** Read-write locks and semaphores (fair). */
   readonly kinds?: KindsMode;
-  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
-  readonly acquireMany?: (
-    requests: readonly AcquireRequest[],
-    deadline: number,
-    signal: AbortSignal,
-  ) => Promise<readonly Grant[] | undefined>;
-  readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
-  readonly leader?: (key: string) => Promise<string | undefined>;
+  /** Multi-key locks taken in one step (setnx: one script per slot; fair: queued on every key). */
+  readonly multi?: ModeMulti;
+  /** Elections (setnx, fair). */
+  readonly election?: ModeElection;
   /** Stops without a word to the server (simulateCrash): no timers, no leaves. */
   crash(): void;
   /** Stops politely: waiters still queued leave. */
@@ -90,6 +89,24 @@ export interface ModeRoom {
   subscribers(): (Redis | Cluster)[];
   /** Test support: the grant subscribers stop hearing for good (the lost-message case). */
   dropGrantMessages(): void;
+}
+
+export interface ModeMulti {
+  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
+  readonly acquireMany?: (
+    requests: readonly AcquireRequest[],
+    deadline: number,
+    signal: AbortSignal,
+  ) => Promise<readonly Grant[] | undefined>;
+  /** Who renews, validates and releases the grants (absent: the mutex). */
+  readonly keeper?: LockMode;
+}
+
+export interface ModeElection {
+  readonly campaign: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
+  readonly leader: (key: string) => Promise<string | undefined>;
+  /** Who renews, validates and releases the terms. */
+  readonly keeper: LockMode;
 }
 
 /** The keeper of read, write and permit holds (fair); `owns` tells its grants apart while core sends every hold to the backend. */

@@ -93,14 +93,19 @@ function setnxRoom({ connections, options, deadlineMs }: ModeContext): ModeRoom 
   const connection = connections[0]!;
   const wait = releaseWaitOn(connection, deadlineMs);
   const acked = options.replicaWait;
+  const mutex = new SetnxMode(connection, acked);
   return plainRoom(
-    new SetnxMode(connection, acked),
+    mutex,
     {
       waitForChange: wait.waitForChange,
       // With replicas, acquireAll takes key after key (each grant acknowledged) instead of one script.
-      ...(acked === undefined ? { tryAcquireMany: (requests) => tryAcquireManySetnx(connection, requests) } : {}),
-      campaign: (request, deadline, signal) => campaignSetnx(connection, wait.waitForChange, request, deadline, signal, acked),
-      leader: (key) => leaderSetnx(connection, key),
+      ...(acked === undefined ? { multi: { tryAcquireMany: (requests) => tryAcquireManySetnx(connection, requests) } } : {}),
+      // A term is the lock itself: the mutex renews and releases it.
+      election: {
+        campaign: (request, deadline, signal) => campaignSetnx(connection, wait.waitForChange, request, deadline, signal, acked),
+        leader: (key) => leaderSetnx(connection, key),
+        keeper: mutex,
+      },
     },
     () => [wait.close()],
   );
@@ -122,9 +127,13 @@ function fairRoom({ connections, options, name }: ModeContext): ModeRoom {
     mutex,
     kinds,
     acquire: (request, deadline, signal) => mutex.acquire(request, deadline, signal),
-    acquireMany: (requests, deadline, signal) => kinds.acquireMany(requests, deadline, signal),
-    campaign: (request, deadline, signal) => kinds.campaign(request, deadline, signal),
-    leader: (key) => kinds.leader(key),
+    // Multi-lock keys and terms are granted through the kinds' queue (their own tokens): it keeps them.
+    multi: { acquireMany: (requests, deadline, signal) => kinds.acquireMany(requests, deadline, signal), keeper: kinds },
+    election: {
+      campaign: (request, deadline, signal) => kinds.campaign(request, deadline, signal),
+      leader: (key) => kinds.leader(key),
+      keeper: kinds,
+    },
     crash: () => {
       mutex.crash();
       kinds.crash();
