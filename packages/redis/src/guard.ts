@@ -1,14 +1,10 @@
-import { BackendUnavailableError, DeadlineWheel, guardCall } from '@deadbolt/core/adapter';
+import { closedError, DeadlineWheel, guardCall } from '@deadbolt/core/adapter';
 import { Cluster, type Redis } from 'ioredis';
+import { classifyConnectionError } from './connection-errors.js';
 import { lastConnectionError } from './connections.js';
 
 /** How long close() lets calls in flight finish (the time QUIT gets). */
 export const quitTimeoutMs = 500;
-
-/** The error of a call made after close() (and the reason calls still waiting are cut short). */
-export function closedError(action: string, key: string | undefined, backend: string): BackendUnavailableError {
-  return new BackendUnavailableError(action, { key, backend, cause: new Error('the backend is closed') });
-}
 
 /** What the guard needs of its backend. */
 export interface GuardSettings {
@@ -77,6 +73,8 @@ export class CallGuard {
       undo,
       undoWithinMs,
       closed: this.closed.signal,
+      // Redis's refused configurations (wrong password, no AUTH, ACL) in the user's words.
+      classify: classifyConnectionError,
     });
   }
 

@@ -45,7 +45,17 @@ describe('redis connection errors', () => {
     const { error } = await failedFirstAcquire(`redis://:wrong-${password}@${url.host}?commandTimeoutMs=1000`);
     expect(error).toBeInstanceOf(BackendConfigurationError);
     expect(error.message).toContain(url.host);
+    // The adapter's own classifier says what to fix (the kit alone would repeat the server's reply).
+    expect(error.message).toContain('the server refused the username or password (AUTH)');
     expectNoSecret(error, password);
     expect(error.message).not.toContain('wrong-');
+  });
+
+  it('no password where the server needs one: BackendConfigurationError saying so', async () => {
+    const url = new URL(server.url);
+    const { error } = await failedFirstAcquire(`redis://${url.host}?commandTimeoutMs=1000`);
+    expect(error).toBeInstanceOf(BackendConfigurationError);
+    expect(error.message).toContain('the server requires a password (AUTH) and none was given');
+    expectNoSecret(error, password);
   });
 });
