@@ -1,5 +1,6 @@
 import {
   InvalidArgumentError,
+  leaseValidUntil,
   type AcquireRequest,
   type CampaignRequest,
   type Grant,
@@ -12,7 +13,6 @@ import { pipelined } from '../pipeline.js';
 import { queueScript, runScript, type ScriptArgument } from '../lua.js';
 import { FairQueue, fairKeys, type FairSettings, type QueueGrant, type QueueScript } from './fair-queue.js';
 import type { LockMode } from './mode.js';
-import { driftMs } from './fair-waiter.js';
 
 /**
  * One letter per kind, read by the scripts from the token (lua/kinds.ts). Tokens of the mutex
@@ -156,7 +156,7 @@ export class FairKinds extends FairQueue implements LockMode {
     signal: AbortSignal,
   ): Promise<{ grants: QueueGrant[]; waited: boolean } | undefined> {
     const tokens = group.map((request) => this.newToken(request.ttlMs, 'm'));
-    for (const token of tokens) this.inFlight.set(token, undefined);
+    for (const token of tokens) this.queue.expect(token);
     const prefix = this.channelPrefix(group[0]!.key);
     const sentAt = Date.now();
     const reply = (await runScript(
@@ -165,7 +165,7 @@ export class FairKinds extends FairQueue implements LockMode {
       group.flatMap((request) => fairKeys(request.key)),
       [this.settings.waiterLeaseMs, prefix, this.publish, ...tokens],
     ).catch((error: unknown) => {
-      for (const token of tokens) this.inFlight.delete(token);
+      for (const token of tokens) this.queue.unexpect(token);
       for (const [index, request] of group.entries()) void this.undoAcquire(request, tokens[index]!).catch(() => undefined);
       throw error;
     })) as unknown[];
@@ -175,9 +175,12 @@ export class FairKinds extends FairQueue implements LockMode {
     const waitSignal = AbortSignal.any([signal, giveUp.signal]);
     for (const [index, request] of group.entries()) {
       const [held, value] = [Number(reply[2 * index]), Number(reply[2 * index + 1])];
-      if (held === 1) this.inFlight.delete(tokens[index]!);
-      if (held === 1) grants.push(this.grantOf(request, tokens[index]!, value, sentAt + request.ttlMs - driftMs(request.ttlMs)));
-      else waits.push(this.waitForGrant(request, tokens[index]!, sentAt, value, deadline, waitSignal));
+      if (held === 1) {
+        this.queue.unexpect(tokens[index]!);
+        grants.push(this.grantOf(request, tokens[index]!, value, leaseValidUntil(sentAt, request.ttlMs)));
+      } else {
+        waits.push(this.queue.wait(request, tokens[index]!, sentAt, value >= 0 ? value : null, deadline, waitSignal));
+      }
     }
     if (waits.length === 0) return { grants, waited: false };
     group[0]!.onContended?.();
@@ -208,8 +211,8 @@ export class FairKinds extends FairQueue implements LockMode {
     );
     for (const [index, grant] of grants.entries()) {
       if (Number(replies[index]) !== 1) return false;
-      grant.validUntil = sentAt + grant.ttlMs - driftMs(grant.ttlMs);
-      this.unextended.delete(grant);
+      grant.validUntil = leaseValidUntil(sentAt, grant.ttlMs);
+      this.queue.extended(grant, sentAt, grant.ttlMs);
     }
     return true;
   }

@@ -14,8 +14,6 @@ export { fairCapabilities, fairKeys, type FairSettings } from './fair-queue.js';
  * never barges past a non-empty queue (the script refuses it).
  */
 export class FairMode extends FairQueue implements LockMode {
-  /** Core skips its plain first attempt: acquire() takes a free lock in the same single script. */
-  readonly acquireQueuesAtOnce = true;
   private readonly keyCache = new Map<string, readonly string[]>();
 
   /** The token format the fair scripts read ("<clientId>.<ttl>.<n>"). */

@@ -115,6 +115,7 @@ function setnxRoom({ connections, options, deadlineMs }: ModeContext): ModeRoom 
 function fairRoom({ connections, options, name }: ModeContext): ModeRoom {
   const connection = connections[0]!;
   const settings: FairSettings = {
+    backend: name,
     waiterLeaseMs: options.waiterLeaseMs,
     cluster: connection instanceof Cluster,
     // On Cluster, shard channels need ioredis' sharded subscribers (one per master).
