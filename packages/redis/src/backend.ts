@@ -17,7 +17,6 @@ import { closeConnection } from './connections.js';
 import { electionDriver } from './election.js';
 import { CallGuard, hasCommandTimeout, quitTimeoutMs } from './guard.js';
 import { holdDriver } from './hold-driver.js';
-import { legacyMembers } from './legacy-contract.js';
 import type { LockMode, ModeRoom } from './modes/mode.js';
 import { modeEntry } from './modes/table.js';
 import { multiDriver } from './multi.js';
@@ -106,11 +105,6 @@ export class RedisBackend implements LockBackend {
     if (room.election) this.election = electionDriver(room.election, driverOf(room.election.keeper), guard, (key) => ops.leaderInfo(key));
     this.operations = operationsDriver(ops, guard);
     this.runs = runsDriver(this.commandConnections[0]!, guard);
-    // Until core routes every hold to its keeper, it finds the old contract's members on the backend.
-    Object.assign(
-      this,
-      legacyMembers({ backend: this, mutex: this.mutex, kinds: this.kinds, ownsKind: (grant) => room.kinds?.owns(grant) === true }),
-    );
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {

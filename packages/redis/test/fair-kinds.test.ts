@@ -145,7 +145,9 @@ describe('redis fair mode: read-write locks and semaphores', () => {
   it('waiters sharing one abort signal (a client queues them all under its close signal) add one listener to it, and all leave when it aborts', async () => {
     const backend = opened.backend(server.url, { mode: 'fair', waiterLeaseMs: 3_000 });
     const permit = { ...request('fan:s'), kind: { type: 'permit', permits: 1 } as const };
-    const held = await backend.acquire!(permit, Date.now() + 1_000, new AbortController().signal);
+    // Permits are the kinds driver's holds: it issues and releases them.
+    const kinds = backend.kinds!;
+    const held = await kinds.acquire!(permit, Date.now() + 1_000, new AbortController().signal);
     expect(held).toBeDefined();
     const shared = new AbortController();
     let queued = 0;
@@ -154,7 +156,7 @@ describe('redis fair mode: read-write locks and semaphores', () => {
       allQueued = resolve;
     });
     const waiter = { ...permit, onContended: () => (++queued === 30 ? allQueued() : undefined) };
-    const waiting = Array.from({ length: 30 }, () => backend.acquire!(waiter, Date.now() + 10_000, shared.signal));
+    const waiting = Array.from({ length: 30 }, () => kinds.acquire!(waiter, Date.now() + 10_000, shared.signal));
     await thirtyQueued;
     const raw = opened.raw(server.url);
     expect(await raw.llen('{fan:s}:sem:queue')).toBe(30);
@@ -162,7 +164,7 @@ describe('redis fair mode: read-write locks and semaphores', () => {
     shared.abort(new Error('test abort'));
     expect(await Promise.all(waiting)).toEqual(Array.from({ length: 30 }, () => undefined));
     expect(await raw.exists('{fan:s}:sem:queue', '{fan:s}:sem:waiters')).toBe(0);
-    expect(await backend.release(held!)).toBe(true);
+    expect(await kinds.release(held!)).toBe(true);
   });
 
   it('acquireAll takes the free keys and joins every busy queue in one script; an abort leaves no entry and no key behind', async () => {

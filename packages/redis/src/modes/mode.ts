@@ -109,10 +109,9 @@ export interface ModeElection {
   readonly keeper: LockMode;
 }
 
-/** The keeper of read, write and permit holds (fair); `owns` tells its grants apart while core sends every hold to the backend. */
+/** The keeper of read, write and permit holds (fair), with its native wait. */
 export interface KindsMode extends LockMode {
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
-  owns(grant: Grant): boolean;
 }
 
 /** A room of just a mutex (getset, redlock) or a mutex and its release wait (setnx, hash-reentrant). */

@@ -128,12 +128,12 @@ function fairRoom({ connections, options, name }: ModeContext): ModeRoom {
     mutex,
     kinds,
     acquire: (request, deadline, signal) => mutex.acquire(request, deadline, signal),
-    // Multi-lock keys and terms are granted through the kinds' queue (their own tokens): it keeps them.
-    multi: { acquireMany: (requests, deadline, signal) => kinds.acquireMany(requests, deadline, signal), keeper: kinds },
+    // Multi-lock keys and terms are fair mutex locks, queued and kept by the mutex.
+    multi: { acquireMany: (requests, deadline, signal) => mutex.acquireMany(requests, deadline, signal) },
     election: {
-      campaign: (request, deadline, signal) => kinds.campaign(request, deadline, signal),
-      leader: (key) => kinds.leader(key),
-      keeper: kinds,
+      campaign: (request, deadline, signal) => mutex.campaign(request, deadline, signal),
+      leader: (key) => mutex.leader(key),
+      keeper: mutex,
     },
     crash: () => {
       mutex.crash();
