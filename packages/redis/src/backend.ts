@@ -56,7 +56,7 @@ export class RedisBackend implements LockBackend {
   /** fair: read-write locks and semaphores, on the queue beside the mutex's (modes/fair-kinds.ts). */
   readonly kinds?: HoldDriver;
   readonly multi: MultiDriver;
-  /** setnx and fair: elections on the lock, the fence as term (election.ts, modes/fair-kinds.ts). */
+  /** setnx and fair: elections on the lock, the fence as term (election.ts, modes/fair.ts). */
   readonly election?: ElectionDriver;
   readonly operations: OperationsDriver;
   readonly runs: RunsDriver;

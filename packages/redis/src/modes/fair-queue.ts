@@ -24,7 +24,7 @@ export const fairCapabilities: Capabilities = Object.freeze({
   clock: 'server',
   fair: true,
   // Read-write locks and semaphores on the same queue machinery (modes/fair-kinds.ts, issue 16);
-  // multi-locks queued on every key in one script per slot, elections with queued followers (issue 17).
+  // multi-locks queued on every key in one script per slot, elections with queued followers (modes/fair.ts).
   readWrite: true,
   semaphore: true,
   multi: 'atomic',
@@ -63,7 +63,7 @@ export interface QueueGrant extends Grant {
 
 /**
  * The Redis side of the fair mode's queue, shared by the fair mutex (modes/fair.ts) and its
- * read-write locks, semaphores, multi-locks and elections (modes/fair-kinds.ts); they differ only in
+ * read-write locks and semaphores (modes/fair-kinds.ts); they differ only in
  * the scripts a token runs (the `…Call` methods). The server grants in place to the head waiter and
  * sends one message to that waiter's client (primitives.md section 1.3). The waiting itself (the
  * re-checks, heartbeats, early messages, extensions of grants by message, leaving) is the kit's

@@ -7,6 +7,9 @@ import type { LockMode } from './mode.js';
 
 export { fairCapabilities, fairKeys, type FairSettings } from './fair-queue.js';
 
+/** An election token carries the candidate's id (base64url: no '.', no space), so the lock's value names its leader. */
+const electionToken = /^[^.]+\.\d+\.e[0-9a-z]+~([A-Za-z0-9_-]*)$/;
+
 /**
  * Fair (FIFO) locks with the hand-off done by the server (primitives.md section 1.3): the lock is
  * a plain token under the exact key (as in setnx, so SET NX clients still exclude it) and waiters
@@ -14,11 +17,9 @@ export { fairCapabilities, fairKeys, type FairSettings } from './fair-queue.js';
  * waiter inside the same script, then send one message to that waiter's client: a contended
  * hand-off costs one round trip (Redisson's RedissonFairLock notifies the head, which then has to
  * acquire again: two). The waiting side (re-checks, heartbeats, leaving) is fair-queue.ts; tryAcquire
- * never barges past a non-empty queue (the script refuses it).
+ * never barges past a non-empty queue (the script refuses it). Multi-locks and election terms are
+ * fair locks too, taken through the same queue with their own tokens ('m', 'e'), and kept here.
  */
-/** An election token carries the candidate's id (base64url: no '.', no space), so the lock's value names its leader. */
-const electionToken = /^[^.]+\.\d+\.e[0-9a-z]+~([A-Za-z0-9_-]*)$/;
-
 export class FairMode extends FairQueue implements LockMode {
   private readonly keyCache = new Map<string, readonly string[]>();
 
