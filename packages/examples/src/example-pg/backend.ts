@@ -110,7 +110,9 @@ export class ExamplePgBackend implements LockBackend {
       return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
     }
     const connection = this.#connections.pick();
+    let sentOn: pg.Client | undefined;
     const statement = async (client: pg.Client) => {
+      sentOn = client;
       await this.#ensureSchema(client);
       return client.query<R>(text, [...values]);
     };
@@ -122,7 +124,8 @@ export class ExamplePgBackend implements LockBackend {
       timeoutMs: this.callTimeoutMs,
       signal: this.#closed.signal,
       // No answer by the deadline: the link may have gone silent, and pg would keep queueing on it.
-      onDeadline: () => void connection.drop(),
+      // (Still connecting: the client being opened; else the one it was sent on, not a newer one.)
+      onDeadline: () => void connection.drop(sentOn),
       ...tidy,
     });
   }

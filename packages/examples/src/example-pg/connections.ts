@@ -23,7 +23,7 @@ export class Connection {
     }
   }
 
-  /** Forgets the current client and ends it; the next statement opens another. */
+  /** Forgets `which` (default: the current client) and ends it, unless it was replaced already; the next statement opens another. */
   drop(which: pg.Client | undefined = this.#client): Promise<void> {
     if (which === undefined || which !== this.#client) return Promise.resolve();
     this.#client = undefined;
