@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
-  BackendUnavailableError,
+  closedError,
   endpointOf,
   guardCall,
   inspectSafely,
@@ -11,6 +11,7 @@ import {
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import { examplePgCapabilities } from './capabilities.js';
+import { classifyPgError } from './classify.js';
 import { Connections } from './connections.js';
 import { backendName, type ResolvedExamplePgOptions } from './options.js';
 import type { ExamplePgStatements } from './sql.js';
@@ -106,9 +107,7 @@ export class ExamplePgBackend implements LockBackend {
     values: readonly unknown[],
     tidy: { undo?: () => Promise<unknown>; undoWithinMs?: number } = {},
   ): Promise<pg.QueryResult<R>> {
-    if (this.#closed.signal.aborted) {
-      return Promise.reject(new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') }));
-    }
+    if (this.#closed.signal.aborted) return Promise.reject(closedError(action, key, this.name));
     const connection = this.#connections.pick();
     let sentOn: pg.Client | undefined;
     const statement = async (client: pg.Client) => {
@@ -123,6 +122,7 @@ export class ExamplePgBackend implements LockBackend {
       endpoint: this.endpoint,
       timeoutMs: this.callTimeoutMs,
       signal: this.#closed.signal,
+      classify: classifyPgError,
       // No answer by the deadline: the link may have gone silent, and pg would keep queueing on it.
       // (Still connecting: the client being opened; else the one it was sent on, not a newer one.)
       onDeadline: () => void connection.drop(sentOn),
