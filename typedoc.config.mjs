@@ -16,6 +16,7 @@ export default {
   excludeExternals: true,
   hideGenerator: true,
   sanitizeComments: true,
+  useHTMLAnchors: true,
   outputFileStrategy: 'modules',
   entryFileName: 'index',
   docsRoot: './docs',

@@ -54,6 +54,7 @@ export default defineConfig({
   title: 'Deadbolt',
   description: 'Distributed locks for Node: one API over Redis, PostgreSQL, ZooKeeper, etcd, Memcached and memory',
   lang: 'en-US',
+  head: [['link', { rel: 'icon', type: 'image/svg+xml', href: '/favicon.svg' }]],
   // The site builds and runs offline: no analytics, no remote fonts, search runs in the page.
   srcExclude: ['test/**', '.typedoc/**'],
   lastUpdated: false,
