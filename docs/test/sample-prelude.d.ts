@@ -9,3 +9,8 @@ declare function writeReport(report: string, options: { fence: number | undefine
 declare function readDocument(id: string): Promise<string>;
 declare function saveDocument(id: string, text: string): Promise<void>;
 declare function callApi(): Promise<void>;
+declare const locks: import('@deadbolt/core').LockClient;
+declare const lock: import('@deadbolt/core').Lock;
+declare const pool: import('pg').Pool;
+declare const client: import('pg').PoolClient;
+declare const redis: import('ioredis').Redis;
