@@ -15,6 +15,7 @@ export default {
   excludeInternal: true,
   excludeExternals: true,
   hideGenerator: true,
+  disableSources: true,
   sanitizeComments: true,
   useHTMLAnchors: true,
   outputFileStrategy: 'modules',
