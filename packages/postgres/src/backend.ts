@@ -20,7 +20,7 @@ import { ReleaseListener } from './listener.js';
 import type { ModeContext, PostgresLockMode } from './modes/mode.js';
 import { runOnceOn } from './run-once.js';
 import { modeEntry } from './modes/table.js';
-import type { ResolvedPostgresOptions } from './options.js';
+import type { ResolvedPostgresOptions } from './settings.js';
 import { releaseChannel } from './sql.js';
 import { StatementPool } from './statement-pool.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, Grant, RunOnceBackend } from '@deadbolt/core/adapter';
-import type { ResolvedPostgresOptions } from './options.js';
+import type { ResolvedPostgresOptions } from './settings.js';
 import { schemaOnce } from './schema-once.js';
 import type { StatementPool } from './statement-pool.js';
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
 import { clientConfig, endClient } from './connect.js';
-import type { ResolvedPostgresOptions } from './options.js';
+import type { ResolvedPostgresOptions } from './settings.js';
 
 /** The statements a session batches: one id, or an array of ids (rows carry `n`, 1-based). */
 export interface BatchStatements {

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { CheckedOutConnection } from './checked-out.js';
 import { clientConfig, Gate, isAlreadyExists } from './connect.js';
 import { quoteLiteral } from './kinds-sql.js';
-import type { ResolvedPostgresOptions } from './options.js';
+import type { ResolvedPostgresOptions } from './settings.js';
 
 /**
  * The pg.Pool a mode runs single statements on (ours, or the application's own, which Deadbolt

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { clientConfig, endClient } from '../connect.js';
 import { counterBits, fenceOf, type FenceNames } from '../fence.js';
 import { advisoryLockId, advisoryLockParts } from '../key-hash.js';
-import type { ResolvedPostgresOptions } from '../options.js';
+import type { ResolvedPostgresOptions } from '../settings.js';
 import { schemaOnce } from '../schema-once.js';
 import { randomToken } from '../token.js';
 

@@ -8,7 +8,7 @@ import {
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import { advisoryLockId } from '../key-hash.js';
-import type { ResolvedPostgresOptions } from '../options.js';
+import type { ResolvedPostgresOptions } from '../settings.js';
 import type { Session, SessionPool } from '../sessions.js';
 
 /**

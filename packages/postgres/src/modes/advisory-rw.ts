@@ -3,7 +3,7 @@ import pg from 'pg';
 import { clientConfig, endClient } from '../connect.js';
 import { fenceOf, type FenceNames } from '../fence.js';
 import { advisoryLockId } from '../key-hash.js';
-import type { ResolvedPostgresOptions } from '../options.js';
+import type { ResolvedPostgresOptions } from '../settings.js';
 import { localTokens } from '../token.js';
 
 /**

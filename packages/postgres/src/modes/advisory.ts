@@ -15,7 +15,7 @@ import { isAlreadyExists } from '../connect.js';
 import { fenceNames, fenceOf, fenceSchema, readEpoch, type FenceNames } from '../fence.js';
 import { advisoryLockId } from '../key-hash.js';
 import { falseIfEnded, sessionHoldsLock } from '../validate-sql.js';
-import type { ResolvedPostgresOptions } from '../options.js';
+import type { ResolvedPostgresOptions } from '../settings.js';
 import { Session, SessionPool, type BatchStatements } from '../sessions.js';
 import { localTokens } from '../token.js';
 import { AdvisoryElection } from './advisory-election.js';

@@ -1,7 +1,21 @@
 import type { AcquireRequest, Grant } from '@deadbolt/core/adapter';
 import type { ReleaseListener } from '../listener.js';
 import { randomToken } from '../token.js';
-import type { AttemptRow } from './lease.js';
+
+/** What one acquire function call answers. */
+export interface AttemptRow {
+  readonly held: boolean;
+  readonly fence: string | null;
+  readonly remaining_ms: number | null;
+  /** A semaphore's call only: the size it is in use with when that is not the caller's (nothing was taken or queued). */
+  readonly recorded_permits?: number | null;
+  /**
+   * When the statement left on a connected session (after any connect, schema check and queueing
+   * here): the server's lease starts later, so a grant's lease is bounded from this, not from the
+   * call (a fresh session's connect and plpgsql compile must not eat a 300 ms lease).
+   */
+  sentAt: number;
+}
 
 /** What the queue needs of the lease mode: its statements and the listener. */
 export interface LeaseQueuePort {

@@ -15,7 +15,7 @@ import { grantChannelPrefix } from '../listen-session.js';
 import { leaseSql } from '../sql.js';
 import { randomToken } from '../token.js';
 import { leaseValidateParams, leaseValidateSql } from '../validate-sql.js';
-import { grantOf, LeaseQueue, validFrom } from './lease-queue.js';
+import { grantOf, LeaseQueue, validFrom, type AttemptRow } from './lease-queue.js';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
 
 export const leaseCapabilities: Capabilities = Object.freeze({
@@ -40,21 +40,6 @@ interface KindGrant extends Grant {
 }
 
 const isKindGrant = (grant: Grant): boolean => (grant as KindGrant).kinded === true;
-
-/** What one acquire function call answers. */
-export interface AttemptRow {
-  readonly held: boolean;
-  readonly fence: string | null;
-  readonly remaining_ms: number | null;
-  /** A semaphore's call only: the size it is in use with when that is not the caller's (nothing was taken or queued). */
-  readonly recorded_permits?: number | null;
-  /**
-   * When the statement left on a connected session (after any connect, schema check and queueing
-   * here): the server's lease starts later, so a grant's lease is bounded from this, not from the
-   * call (a fresh session's connect and plpgsql compile must not eat a 300 ms lease).
-   */
-  sentAt: number;
-}
 
 /**
  * 'postgres:lease': a row per held lock with a server-clock expiry, and a FIFO queue of waiters on

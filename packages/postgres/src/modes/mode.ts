@@ -10,7 +10,7 @@ import type {
   TermGrant,
 } from '@deadbolt/core/adapter';
 import type { ReleaseListener } from '../listener.js';
-import type { ResolvedPostgresOptions } from '../options.js';
+import type { ResolvedPostgresOptions } from '../settings.js';
 import type { StatementPool } from '../statement-pool.js';
 
 /**
