@@ -7,21 +7,27 @@ import {
   type AttemptResult,
   type CampaignRequest,
   type Capabilities,
+  type ElectionDriver,
   type Grant,
+  type KindsDriver,
   type LockBackend,
   type MultiAttemptResult,
+  type MultiDriver,
   type OperationsBackend,
+  type OperationsDriver,
+  type RunsDriver,
   type TermGrant,
 } from '@deadbolt/core/adapter';
-import pg from 'pg';
+import type pg from 'pg';
 import { clientConfig } from './connect.js';
+import { DedicatedSession } from './dedicated-session.js';
 import { existingListenSession, listenSessionFor } from './listen-session.js';
 import { ReleaseListener } from './listener.js';
 import type { ModeContext, PostgresLockMode } from './modes/mode.js';
 import { runOnceOn } from './run-once.js';
 import { modeEntry } from './modes/table.js';
 import type { ResolvedPostgresOptions } from './settings.js';
-import { releaseChannel } from './sql.js';
+import { releaseChannel } from './modes/lease/sql.js';
 import { StatementPool } from './statement-pool.js';
 
 /** Client-side slack over statement_timeout, which should fire first while the server runs. */
@@ -30,9 +36,9 @@ const slackMs = 500;
 /**
  * The PostgreSQL LockBackend, as packages/redis is organised: one backend owns what every mode shares
  * (the pg.Pool, the LISTEN connection, the closed state, error mapping, close) and delegates the
- * algorithm to the mode picked from the mode table (modes/table.ts). It offers exactly the optional
- * contract methods its mode has (native `acquire`, `waitForChange`, elections, multi-key). No I/O
- * here: connections open on first use.
+ * algorithm to the mode picked from the mode table (modes/table.ts). It is the mode's mutex driver
+ * and offers exactly the drivers its mode has (kinds, multi, election, operations; runs in every
+ * mode). No I/O here: connections open on first use.
  */
 export class PostgresBackend implements LockBackend {
   readonly name: string;
@@ -61,6 +67,11 @@ export class PostgresBackend implements LockBackend {
   readonly forcedBy?: OperationsBackend['forcedBy'];
   readonly validate?: (grant: Grant) => Promise<boolean>;
   readonly validateMany?: (grants: readonly Grant[]) => Promise<readonly boolean[]>;
+  readonly kinds?: KindsDriver;
+  readonly multi?: MultiDriver;
+  readonly election?: ElectionDriver;
+  readonly operations?: OperationsDriver;
+  readonly runs: RunsDriver;
 
   private readonly mode: PostgresLockMode;
   private readonly statements: StatementPool;
@@ -74,17 +85,17 @@ export class PostgresBackend implements LockBackend {
     this.endpoint = options.endpoint;
     this.callTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     this.statements = new StatementPool(options, this.name, this.callTimeoutMs);
-    Object.assign(this, runOnceOn(options, this.statements));
+    const runs = runOnceOn(options, this.statements);
+    this.runs = runs;
+    // Until core reads the runs driver: its methods on the backend too.
+    Object.assign(this, runs);
     // The LISTEN session, shared by every backend of this process with the same settings (or the
     // same application pool, whose settings it is opened with): listen-session.ts says why.
     const listenConfig: pg.ClientConfig =
       options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
     const listenTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs;
-    const open = (): pg.Client => {
-      const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
-      client.on('error', () => undefined);
-      return client;
-    };
+    const open = (onLost: () => void): DedicatedSession =>
+      new DedicatedSession({ ...listenConfig, statement_timeout: options.statementTimeoutMs }, onLost);
     const share = options.ownPool ?? `${JSON.stringify(listenConfig)}\u0000${options.statementTimeoutMs}\u0000${listenTimeoutMs}`;
     this.listener = new ReleaseListener(
       () => listenSessionFor(share, open, listenTimeoutMs),
@@ -110,24 +121,14 @@ export class PostgresBackend implements LockBackend {
     if (mode.acquire) this.acquire = mode.acquire.bind(mode);
     if (mode.acquireQueuesAtOnce) this.acquireQueuesAtOnce = true;
     if (mode.waitForChange) this.waitForChange = mode.waitForChange.bind(mode);
-    if (mode.orderKeys) this.orderKeys = mode.orderKeys.bind(mode);
-    if (mode.tryAcquireMany) this.tryAcquireMany = mode.tryAcquireMany.bind(mode);
-    if (mode.acquireMany) this.acquireMany = mode.acquireMany.bind(mode);
     if (mode.validate) this.validate = mode.validate.bind(mode);
     if (mode.validateMany) this.validateMany = mode.validateMany.bind(mode);
-    if (mode.campaign && mode.leader) {
-      this.campaign = mode.campaign.bind(mode);
-      this.leader = mode.leader.bind(mode);
-      if (mode.leaderInfo) this.leaderInfo = mode.leaderInfo.bind(mode);
-    }
-    // The operator API only where the mode has it: core refuses it, before any I/O, where absent.
-    const ops = mode.operations;
-    if (ops) {
-      this.inspect = (key) => ops.inspect(key);
-      this.forceRelease = (key, by) => ops.forceRelease(key, by);
-      this.listKeys = (prefix) => ops.listKeys(prefix);
-      if (ops.forcedBy) this.forcedBy = (grant) => ops.forcedBy!(grant);
-    }
+    // The drivers only where the mode has them: core refuses a primitive, before any I/O, where absent.
+    if (mode.kinds) this.kinds = mode.kinds;
+    if (mode.multi) this.multi = mode.multi;
+    if (mode.election) this.election = mode.election;
+    if (mode.operations) this.operations = mode.operations;
+    Object.assign(this, oldStyleMethods(mode));
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -178,6 +179,34 @@ export class PostgresBackend implements LockBackend {
       new BackendUnavailableError(action, { key, backend: this.name, cause: error })
     );
   }
+}
+
+/**
+ * Until core reads the drivers: their methods on the backend itself, as the contract's optional
+ * methods were offered before (multi-key, elections, the operator API).
+ */
+function oldStyleMethods(mode: PostgresLockMode): Partial<PostgresBackend> {
+  const { multi, election, operations: ops } = mode;
+  return {
+    ...(multi?.orderKeys ? { orderKeys: multi.orderKeys.bind(multi) } : {}),
+    ...(multi?.tryAcquireMany ? { tryAcquireMany: multi.tryAcquireMany.bind(multi) } : {}),
+    ...(multi?.acquireMany ? { acquireMany: multi.acquireMany.bind(multi) } : {}),
+    ...(election
+      ? {
+          campaign: election.campaign.bind(election),
+          leader: election.leader.bind(election),
+          ...(election.leaderInfo ? { leaderInfo: election.leaderInfo.bind(election) } : {}),
+        }
+      : {}),
+    ...(ops
+      ? {
+          inspect: (key: string) => ops.inspect(key),
+          forceRelease: (key: string, by: string) => ops.forceRelease(key, by),
+          listKeys: (prefix: string) => ops.listKeys(prefix),
+          ...(ops.forcedBy ? { forcedBy: (grant: Grant) => ops.forcedBy!(grant) } : {}),
+        }
+      : {}),
+  };
 }
 
 /** Picks the mode from the table and builds the backend. No I/O: connections open on first use. */

@@ -23,11 +23,11 @@ registerBackend('postgres', postgresBackendFactory);
 registerBackend('postgresql', postgresBackendFactory);
 
 export { PostgresBackend } from './backend.js';
-export { advisoryCapabilities } from './modes/advisory.js';
-export { leaseCapabilities } from './modes/lease.js';
+export { advisoryCapabilities } from './modes/advisory/mode.js';
+export { leaseCapabilities } from './modes/lease/mode.js';
 export { postgresModeTable, type PostgresModeEntry } from './modes/table.js';
 export { advisoryLockId, advisoryLockParts } from './key-hash.js';
-export { leaseSql, releaseChannel } from './sql.js';
+export { leaseSql, releaseChannel } from './modes/lease/sql.js';
 export { counterBits as fenceCounterBits } from './fence.js';
 export { parsePostgresUrl, resolvePostgresOptions, postgresModes } from './options.js';
 export { defaultStatementTimeoutMs, defaultLeaseTable, defaultFenceTable } from './settings.js';

@@ -3,7 +3,7 @@ import { BackendUnavailableError, DeadboltError, guardCall, withDeadline } from 
 import pg from 'pg';
 import { CheckedOutConnection } from './checked-out.js';
 import { clientConfig, Gate, isAlreadyExists } from './connect.js';
-import { quoteLiteral } from './kinds-sql.js';
+import { quoteLiteral } from './ddl.js';
 import type { ResolvedPostgresOptions } from './settings.js';
 
 /**

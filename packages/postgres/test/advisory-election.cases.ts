@@ -4,7 +4,7 @@ import type { CampaignRequest, Grant } from '@deadbolt/core/adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { env } from './pg-env.js';
 import { advisoryCapabilities, createPostgresBackend, type PostgresBackend } from '../src/index.js';
-import type { advisoryElectionSql } from '../src/modes/advisory-election.js';
+import type { advisoryElectionSql } from '../src/modes/advisory/election.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { env } from './pg-env.js';
 import { advisoryCapabilities, advisoryLockId, type PostgresBackend, createPostgresBackend } from '../src/index.js';
-import { byAdvisoryId, multiSql } from '../src/modes/advisory-multi.js';
+import { byAdvisoryId, multiSql } from '../src/modes/advisory/multi.js';
 
 const backend = (): PostgresBackend => createPostgresBackend(`${env.server.url}?mode=advisory`) as PostgresBackend;
 const request = (key: string): AcquireRequest => ({ key, owner: 'o', ttlMs: 1_000, onLost: () => undefined });

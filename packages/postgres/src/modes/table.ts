@@ -1,6 +1,6 @@
 import type { Capabilities } from '@deadbolt/core/adapter';
-import { AdvisoryMode, advisoryCapabilities } from './advisory.js';
-import { LeaseMode, leaseCapabilities } from './lease.js';
+import { AdvisoryMode, advisoryCapabilities } from './advisory/mode.js';
+import { LeaseMode, leaseCapabilities } from './lease/mode.js';
 import type { PostgresMode } from '../settings.js';
 import type { ModeConstructor } from './mode.js';
 

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import type { FenceNames } from '../fence.js';
-import { createOnce } from '../kinds-sql.js';
+import type { FenceNames } from '../../fence.js';
+import { createOnce } from '../../ddl.js';
 
 /**
  * A semaphore's `permits` in advisory mode (issue 16), so a client passing another number for a

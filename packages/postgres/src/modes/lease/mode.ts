@@ -1,22 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import {
-  InvalidArgumentError,
-  type AcquireRequest,
-  type AttemptResult,
-  type CampaignRequest,
-  type Capabilities,
-  type Grant,
-  type TermGrant,
-} from '@deadbolt/core/adapter';
-import { electionSql, LeaseElection } from '../election.js';
-import { kindsSql } from '../kinds-sql.js';
-import { LeaseOperations } from '../lease-operations.js';
-import { grantChannelPrefix } from '../listen-session.js';
-import { leaseSql } from '../sql.js';
-import { randomToken } from '../token.js';
-import { leaseValidateParams, leaseValidateSql } from '../validate-sql.js';
-import { grantOf, LeaseQueue, validFrom, type AttemptRow } from './lease-queue.js';
-import { baseCapabilities, type ModeContext, type PostgresLockMode } from './mode.js';
+import { InvalidArgumentError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant } from '@deadbolt/core/adapter';
+import { LeaseKinds, LeaseTerms, type LeaseRows } from './drivers.js';
+import { electionSql, LeaseElection } from './election.js';
+import { kindsSql } from './kinds-sql.js';
+import { LeaseOperations } from './operations.js';
+import { grantChannelPrefix } from '../../listen-session.js';
+import { leaseSql } from './sql.js';
+import { randomToken } from '../../token.js';
+import { leaseValidateParams, leaseValidateSql } from './validate-sql.js';
+import { grantOf, LeaseQueue, validFrom, type AttemptRow } from './queue.js';
+import { baseCapabilities, type ModeContext, type PostgresLockMode } from '../mode.js';
 
 export const leaseCapabilities: Capabilities = Object.freeze({
   ...baseCapabilities,
@@ -34,7 +27,10 @@ export const leaseCapabilities: Capabilities = Object.freeze({
   operations: true,
 });
 
-/** A read, write or permit hold: its rows live in the kinds tables (core treats the field as opaque). */
+/**
+ * A read, write or permit hold: its rows live in the kinds tables (core treats the field as opaque).
+ * Until core routes every hold to its issuer, the mode tells the kinds' grants by this mark.
+ */
 interface KindGrant extends Grant {
   readonly kinded?: true;
 }
@@ -48,12 +44,15 @@ const isKindGrant = (grant: Grant): boolean => (grant as KindGrant).kinded === t
  * statement and one message, with no herd of waiters racing for the row (issue 18). tryAcquire never
  * barges past a queued waiter. The waiting side (heartbeats, re-checks, grant messages) is LeaseQueue.
  */
-export class LeaseMode implements PostgresLockMode {
+export class LeaseMode implements PostgresLockMode, LeaseRows {
   /** Core skips its plain first attempt: acquire() takes a free lock in the same single call. */
   readonly acquireQueuesAtOnce = true;
+  /** Read, write and permit holds (drivers.ts). */
+  readonly kinds: LeaseKinds;
+  /** Elections on the lease rows (election.ts, drivers.ts). */
+  readonly election: LeaseTerms;
   private readonly sql: ReturnType<typeof leaseSql>;
-  private readonly kinds: ReturnType<typeof kindsSql>;
-  private readonly election: LeaseElection;
+  private readonly kindsSql: ReturnType<typeof kindsSql>;
   private readonly queue: LeaseQueue;
   private readonly validateSql: string;
   /** This client's grant channel: one per backend, never per key. */
@@ -64,12 +63,12 @@ export class LeaseMode implements PostgresLockMode {
   constructor(private readonly context: ModeContext) {
     const { options, statements } = context;
     this.sql = leaseSql(options.table, options.schema);
-    this.kinds = kindsSql(options.table, options.schema);
+    this.kindsSql = kindsSql(options.table, options.schema);
     this.validateSql = leaseValidateSql(options.table, options.schema);
     statements.requireSchema(this.sql.schema, this.sql.probe);
-    statements.requireSchema(this.kinds.schema, this.kinds.probe);
+    statements.requireSchema(this.kindsSql.schema, this.kindsSql.probe);
     this.operations = new LeaseOperations(statements, options.table, options.schema);
-    this.election = new LeaseElection({
+    const elections = new LeaseElection({
       sql: electionSql(options.table, options.schema),
       query: async <R extends Record<string, unknown>>(action: string, key: string, text: string, params: readonly unknown[]) =>
         (await statements.query(action, key, text, params)).rows as R[],
@@ -93,19 +92,8 @@ export class LeaseMode implements PostgresLockMode {
       extend: (grants, ttlMs) => this.renewMany(grants, ttlMs),
       extendOne: (grant, ttlMs) => this.renew(grant, ttlMs),
     });
-  }
-
-  /** Waits to lead `request.key`: the lease row with the candidate's id beside it (election.ts). */
-  campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
-    return this.election.campaign(request, deadline, signal);
-  }
-
-  leader(key: string): Promise<string | undefined> {
-    return this.election.leader(key);
-  }
-
-  leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
-    return this.operations.leaderInfo(key);
+    this.kinds = new LeaseKinds(this);
+    this.election = new LeaseTerms(this, elections, this.operations);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -161,9 +149,17 @@ export class LeaseMode implements PostgresLockMode {
     return grants.map((_, index) => result.rows[index]?.held === true);
   }
 
-  async release(grant: Grant): Promise<boolean> {
+  release(grant: Grant): Promise<boolean> {
+    return isKindGrant(grant) ? this.releaseKind(grant) : this.releaseRow(this.sql.release, grant);
+  }
+
+  releaseKind(grant: Grant): Promise<boolean> {
+    return this.releaseRow(this.kindsSql.release, grant);
+  }
+
+  /** Deletes the hold's row by its token, or hands it to the first live waiter. */
+  private async releaseRow(text: string, grant: Grant): Promise<boolean> {
     this.queue.forget(grant);
-    const text = isKindGrant(grant) ? this.kinds.release : this.sql.release;
     const result = await this.context.statements.query<{ live: boolean; granted_channel?: string | null; granted_payload?: string | null }>(
       'release',
       grant.key,
@@ -204,7 +200,7 @@ export class LeaseMode implements PostgresLockMode {
       kind === undefined
         ? [this.sql.acquire, [request.key, token, request.ttlMs + (request.lockDelayMs ?? 0), join, this.channel, waiterLeaseMs]]
         : [
-            this.kinds.acquire,
+            this.kindsSql.acquire,
             [
               request.key,
               token,
@@ -243,7 +239,7 @@ export class LeaseMode implements PostgresLockMode {
   }
 
   private async leave(request: AcquireRequest, token: string): Promise<void> {
-    const text = request.kind === undefined ? this.sql.leave : this.kinds.leave;
+    const text = request.kind === undefined ? this.sql.leave : this.kindsSql.leave;
     await this.context.statements.query('acquire', request.key, text, [request.key, token]);
   }
 }

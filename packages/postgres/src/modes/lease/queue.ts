@@ -1,6 +1,6 @@
 import type { AcquireRequest, Grant } from '@deadbolt/core/adapter';
-import type { ReleaseListener } from '../listener.js';
-import { randomToken } from '../token.js';
+import type { ReleaseListener } from '../../listener.js';
+import { randomToken } from '../../token.js';
 
 /** What one acquire function call answers. */
 export interface AttemptRow {
