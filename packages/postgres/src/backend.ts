@@ -20,6 +20,7 @@ import {
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import { clientConfig } from './connect.js';
+import { classifyConnectionError } from './connection-errors.js';
 import { DedicatedSession } from './dedicated-session.js';
 import { existingListenSession, listenSessionFor } from './listen-session.js';
 import { ReleaseListener } from './listener.js';
@@ -175,7 +176,7 @@ export class PostgresBackend implements LockBackend {
   private unavailable(action: string, key: string | undefined, error: unknown): DeadboltError {
     if (error instanceof DeadboltError) return error;
     return (
-      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ??
+      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }, classifyConnectionError) ??
       new BackendUnavailableError(action, { key, backend: this.name, cause: error })
     );
   }

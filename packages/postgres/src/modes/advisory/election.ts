@@ -1,5 +1,7 @@
 import {
   BackendUnavailableError,
+  closedError,
+  leaseValidUntil,
   onAbort,
   withDeadline,
   type CampaignRequest,
@@ -8,7 +10,6 @@ import {
   type TermGrant,
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import { closedError } from '../../closed-error.js';
 import { clientConfig } from '../../connect.js';
 import { DedicatedSession } from '../../dedicated-session.js';
 import { counterBits, fenceOf, type FenceNames } from '../../fence.js';
@@ -44,9 +45,6 @@ interface Term {
   readonly request: CampaignRequest;
   readonly grant: TermGrant & { validUntil: number };
 }
-
-/** Core's drift allowance (lease.ts: 1% + 2 ms, Redlock's drift factor). */
-const driftMs = (ttlMs: number): number => Math.ceil(ttlMs * 0.01) + 2;
 
 /** Sets the session's idle_session_timeout (PostgreSQL 14+; older servers have none: the local deadline alone ends the term). */
 const idleTimeout = (ms: number): string =>
@@ -169,7 +167,7 @@ export class AdvisoryElection implements ElectionDriver {
         token: values.token,
         fence,
         sentAt,
-        validUntil: sentAt + request.ttlMs - driftMs(request.ttlMs),
+        validUntil: leaseValidUntil(sentAt, request.ttlMs),
       };
       term = { session, id, request, grant };
       this.terms.set(grant.token, term);
@@ -224,7 +222,7 @@ export class AdvisoryElection implements ElectionDriver {
     }
     if (!this.terms.has(grant.token)) return false;
     const ttl = ttlMs ?? term.request.ttlMs;
-    term.grant.validUntil = sentAt + ttl - driftMs(ttl);
+    term.grant.validUntil = leaseValidUntil(sentAt, ttl);
     return true;
   }
 

@@ -1,6 +1,5 @@
-import { BackendUnavailableError, onAbort, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, closedError, onAbort, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import { closedError } from '../../closed-error.js';
 import { clientConfig } from '../../connect.js';
 import { DedicatedSession } from '../../dedicated-session.js';
 import { fenceOf } from '../../fence.js';

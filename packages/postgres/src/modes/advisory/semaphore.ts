@@ -1,5 +1,11 @@
-import { BackendUnavailableError, InvalidArgumentError, onAbort, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
-import { closedError } from '../../closed-error.js';
+import {
+  BackendUnavailableError,
+  closedError,
+  InvalidArgumentError,
+  onAbort,
+  type AcquireRequest,
+  type Grant,
+} from '@deadbolt/core/adapter';
 import { advisoryLockId } from '../../key-hash.js';
 import { schemaOnce } from '../../schema-once.js';
 import { advisoryPermitsSql, checkPermits } from './permits.js';

@@ -1,6 +1,5 @@
-import type { DeadboltError } from '@deadbolt/core/adapter';
+import { closedError, type DeadboltError } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import { closedError } from '../../closed-error.js';
 import { isAlreadyExists } from '../../connect.js';
 import { fenceNames, fenceSchema, readEpoch, type FenceNames } from '../../fence.js';
 import { advisoryLockId } from '../../key-hash.js';

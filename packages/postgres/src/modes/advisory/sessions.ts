@@ -1,9 +1,11 @@
 import type pg from 'pg';
 import { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
-import { closedCause } from '../../closed-error.js';
 import { clientConfig } from '../../connect.js';
 import { DedicatedSession } from '../../dedicated-session.js';
 import type { ResolvedPostgresOptions } from '../../settings.js';
+
+/** The pool's refusal once closed (a cause: the server's pick types it for the action and key). */
+const closedCause = (): Error => new Error('the backend is closed');
 
 /** The statements a session batches: one id, or an array of ids (rows carry `n`, 1-based). */
 export interface BatchStatements {
