@@ -1,20 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { InvalidArgumentError, type AcquireRequest, type AttemptResult, type Capabilities, type Grant } from '@deadbolt/core/adapter';
+import {
+  leaseValidUntil,
+  ServerQueue,
+  type AcquireRequest,
+  type AttemptResult,
+  type Capabilities,
+  type Grant,
+} from '@deadbolt/core/adapter';
+import { grantChannelPrefix } from '../../listen-session.js';
+import { randomToken } from '../../token.js';
+import { baseCapabilities, type ModeContext, type PostgresLockMode } from '../mode.js';
 import { LeaseKinds, LeaseTerms, type LeaseRows } from './drivers.js';
 import { electionSql, LeaseElection } from './election.js';
 import { kindsSql } from './kinds-sql.js';
 import { LeaseOperations } from './operations.js';
-import { grantChannelPrefix } from '../../listen-session.js';
+import { grantOf, LeaseQueueServer } from './queue.js';
 import { leaseSql } from './sql.js';
-import { randomToken } from '../../token.js';
 import { leaseValidateParams, leaseValidateSql } from './validate-sql.js';
-import { grantOf, LeaseQueue, validFrom, type AttemptRow } from './queue.js';
-import { baseCapabilities, type ModeContext, type PostgresLockMode } from '../mode.js';
 
 export const leaseCapabilities: Capabilities = Object.freeze({
   ...baseCapabilities,
   lease: 'ttl',
-  // A FIFO queue on the server, the lock granted in place to its head (sql.ts, lease-queue.ts).
+  // A FIFO queue on the server, the lock granted in place to its head (sql.ts, queue.ts).
   fair: true,
   // Elections on the lease row, the fence as term, the leader's id beside it (election.ts).
   election: true,
@@ -23,7 +30,7 @@ export const leaseCapabilities: Capabilities = Object.freeze({
   semaphore: true,
   // The row's expires_at is ttl + lockDelayMs (grant, extension, renewal); a release deletes it or hands it on.
   lockDelay: true,
-  // inspect, forceRelease and list read and delete those rows; the election's leader has a term (lease-operations.ts).
+  // inspect, forceRelease and list read and delete those rows; the election's leader has a term (operations.ts).
   operations: true,
 });
 
@@ -41,8 +48,9 @@ const isKindGrant = (grant: Grant): boolean => (grant as KindGrant).kinded === t
  * 'postgres:lease': a row per held lock with a server-clock expiry, and a FIFO queue of waiters on
  * the server (sql.ts): release, expiry and a waiter giving up grant the lock in place to the first
  * live waiter and NOTIFY that waiter's client on its own channel, so a contended hand-off is one
- * statement and one message, with no herd of waiters racing for the row (issue 18). tryAcquire never
- * barges past a queued waiter. The waiting side (heartbeats, re-checks, grant messages) is LeaseQueue.
+ * statement and one message, with no herd of waiters racing for the row. tryAcquire never barges past
+ * a queued waiter. The waiting side (heartbeats, re-checks, grant messages) is the kit's ServerQueue
+ * over this mode's queue calls (queue.ts).
  */
 export class LeaseMode implements PostgresLockMode, LeaseRows {
   /** Core skips its plain first attempt: acquire() takes a free lock in the same single call. */
@@ -53,11 +61,13 @@ export class LeaseMode implements PostgresLockMode, LeaseRows {
   readonly election: LeaseTerms;
   private readonly sql: ReturnType<typeof leaseSql>;
   private readonly kindsSql: ReturnType<typeof kindsSql>;
-  private readonly queue: LeaseQueue;
+  private readonly queue: ServerQueue<Grant>;
+  /** The acquire, leave and heartbeat calls of the server's queue (queue.ts). */
+  private readonly calls: LeaseQueueServer;
   private readonly validateSql: string;
   /** This client's grant channel: one per backend, never per key. */
   private readonly channel = `${grantChannelPrefix}${randomBytes(12).toString('hex')}`;
-  /** The operator API on the same rows (lease-operations.ts). */
+  /** The operator API on the same rows (operations.ts). */
   readonly operations: LeaseOperations;
 
   constructor(private readonly context: ModeContext) {
@@ -74,32 +84,18 @@ export class LeaseMode implements PostgresLockMode, LeaseRows {
         (await statements.query(action, key, text, params)).rows as R[],
       waitForChange: (key, maxWaitMs, signal) => this.waitForChange(key, maxWaitMs, signal),
     });
-    this.queue = new LeaseQueue({
-      waiterLeaseMs: options.waiterLeaseMs,
-      channel: this.channel,
-      listener: context.listener,
-      attempt: (request, token, join) => this.attempt(request, token, join),
-      leave: (request, token) => this.leave(request, token),
-      heartbeat: async (tokens, keys) =>
-        (
-          await statements.query<{ token: string; queued: boolean; remaining_ms: number | null }>(
-            'wait',
-            tokens.length === 1 ? keys[0] : undefined,
-            this.sql.heartbeat,
-            [tokens, keys, options.waiterLeaseMs],
-          )
-        ).rows,
-      extend: (grants, ttlMs) => this.renewMany(grants, ttlMs),
-      extendOne: (grant, ttlMs) => this.renew(grant, ttlMs),
-    });
+    this.calls = new LeaseQueueServer(context, { lock: this.sql, kinds: this.kindsSql }, this.channel, (grants, ttlMs) =>
+      this.renewMany(grants, ttlMs),
+    );
+    this.queue = new ServerQueue(this.calls);
     this.kinds = new LeaseKinds(this);
     this.election = new LeaseTerms(this, elections, this.operations);
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     const token = randomToken();
-    const row = await this.attempt(request, token, false);
-    if (row.held) return { acquired: true, grant: grantOf(request, token, Number(row.fence), validFrom(row.sentAt, request.ttlMs)) };
+    const row = await this.calls.call(request, token, false);
+    if (row.held) return { acquired: true, grant: grantOf(request, token, Number(row.fence), leaseValidUntil(row.sentAt, request.ttlMs)) };
     return row.remaining_ms === null ? { acquired: false } : { acquired: false, retryAfterMs: Math.max(0, row.remaining_ms) };
   }
 
@@ -191,62 +187,11 @@ export class LeaseMode implements PostgresLockMode, LeaseRows {
   crash(): void {
     this.queue.crash();
   }
-
-  /** One call of the acquire function. A call given up on (a frozen server answers late) is undone by a leave. */
-  private async attempt(request: AcquireRequest, token: string, join: boolean): Promise<AttemptRow> {
-    const { waiterLeaseMs } = this.context.options;
-    const kind = request.kind;
-    const [text, params] =
-      kind === undefined
-        ? [this.sql.acquire, [request.key, token, request.ttlMs + (request.lockDelayMs ?? 0), join, this.channel, waiterLeaseMs]]
-        : [
-            this.kindsSql.acquire,
-            [
-              request.key,
-              token,
-              kind.type,
-              kind.type === 'permit' ? kind.permits : 0,
-              kind.type === 'read' ? (kind.downgradeOf?.token ?? null) : null,
-              request.ttlMs,
-              join,
-              this.channel,
-              waiterLeaseMs,
-            ],
-          ];
-    let sentAt = Date.now();
-    const result = await this.context.statements.run(
-      'acquire',
-      request.key,
-      (client) => {
-        sentAt = Date.now();
-        return this.context.statements.send<AttemptRow>(client, text, params);
-      },
-      // Given up on: leave, which removes a queue entry and passes on a grant this attempt got, so
-      // no lease or entry is left for its whole lifetime (issue 14). By its random token: always safe.
-      () => this.leave(request, token),
-      request.ttlMs,
-    );
-    const row = result.rows[0] ?? { held: false, fence: null, remaining_ms: null, sentAt };
-    row.sentAt = sentAt;
-    if (kind?.type === 'permit' && row.recorded_permits !== null && row.recorded_permits !== undefined) {
-      throw new InvalidArgumentError(
-        'permits',
-        `the semaphore is in use with ${row.recorded_permits} permits, not ${kind.permits}; every client of one key must pass the same permits`,
-        { key: request.key, backend: this.context.name },
-      );
-    }
-    return row;
-  }
-
-  private async leave(request: AcquireRequest, token: string): Promise<void> {
-    const text = request.kind === undefined ? this.sql.leave : this.kindsSql.leave;
-    await this.context.statements.query('acquire', request.key, text, [request.key, token]);
-  }
 }
 
 /**
  * Lock-delay: the row's expires_at (server clock) is the lease plus the delay, while the holder's
- * validity stays its ttl (validFrom, core's lease). A holder that stops renewing leaves the row live
+ * validity stays its ttl (leaseValidUntil, core's lease). A holder that stops renewing leaves the row live
  * for the delay after its lease; a release deletes it or hands it to the next waiter at once.
  */
 function rowExpiryMs(grant: Grant, ttlMs: number): number {
