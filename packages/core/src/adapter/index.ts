@@ -25,15 +25,16 @@ export type {
   OperationsDriver,
   RunsDriver,
 } from '../contract/drivers.js';
-export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
-export {
-  forcedMarkerMs,
-  isOperationsBackend,
-  type BackendInspection,
-  type OperationsBackend,
-} from '../operations-backend.js';
+export { defaultKeyOrder, type MultiAttemptResult } from '../multi-backend.js';
+export { forcedMarkerMs, type BackendInspection } from '../operations-backend.js';
 export { ForcedReleaseError } from '../forced-release-error.js';
-export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
+export type { CampaignRequest, TermGrant } from '../election-backend.js';
+// Deprecated: the old style of the contract, where every primitive's methods sit on the backend
+// object. Core no longer reads them (it reads the drivers, contract/drivers.ts); they stay
+// exported until every adapter offers drivers, then go with contract/legacy.ts.
+export type { MultiLockBackend } from '../multi-backend.js';
+export { isOperationsBackend, type OperationsBackend } from '../operations-backend.js';
+export { isElectionBackend, type ElectionBackend } from '../election-backend.js';
 export { storesRuns, type RunOnceBackend } from '../run-once/contract.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
