@@ -5,18 +5,14 @@ import {
   inspectSafely,
   type AcquireRequest,
   type AttemptResult,
-  type CampaignRequest,
   type Capabilities,
   type ElectionDriver,
   type Grant,
   type KindsDriver,
   type LockBackend,
-  type MultiAttemptResult,
   type MultiDriver,
-  type OperationsBackend,
   type OperationsDriver,
   type RunsDriver,
-  type TermGrant,
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import { clientConfig } from './connect.js';
@@ -49,23 +45,8 @@ export class PostgresBackend implements LockBackend {
   readonly endpoint: string;
   /** One statement's deadline (connect + statement + slack); core's wait bound is waitMs + this. */
   readonly callTimeoutMs: number;
-  readonly acquireQueuesAtOnce?: boolean;
   readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
   readonly waitForChange?: (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
-  readonly orderKeys?: (fullKeys: readonly string[]) => readonly string[];
-  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
-  readonly acquireMany?: (
-    requests: readonly AcquireRequest[],
-    deadline: number,
-    signal: AbortSignal,
-  ) => Promise<readonly Grant[] | undefined>;
-  readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
-  readonly leader?: (key: string) => Promise<string | undefined>;
-  readonly leaderInfo?: (key: string) => Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
-  readonly inspect?: OperationsBackend['inspect'];
-  readonly forceRelease?: OperationsBackend['forceRelease'];
-  readonly listKeys?: OperationsBackend['listKeys'];
-  readonly forcedBy?: OperationsBackend['forcedBy'];
   readonly validate?: (grant: Grant) => Promise<boolean>;
   readonly validateMany?: (grants: readonly Grant[]) => Promise<readonly boolean[]>;
   readonly kinds?: KindsDriver;
@@ -86,10 +67,7 @@ export class PostgresBackend implements LockBackend {
     this.endpoint = options.endpoint;
     this.callTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     this.statements = new StatementPool(options, this.name, this.callTimeoutMs);
-    const runs = runOnceOn(options, this.statements);
-    this.runs = runs;
-    // Until core reads the runs driver: its methods on the backend too.
-    Object.assign(this, runs);
+    this.runs = runOnceOn(options, this.statements);
     // The LISTEN session, shared by every backend of this process with the same settings (or the
     // same application pool, whose settings it is opened with): listen-session.ts says why.
     const listenConfig: pg.ClientConfig =
@@ -120,7 +98,6 @@ export class PostgresBackend implements LockBackend {
     this.mode = mode;
     // Only what the mode has: core picks its paths by the presence of these methods.
     if (mode.acquire) this.acquire = mode.acquire.bind(mode);
-    if (mode.acquireQueuesAtOnce) this.acquireQueuesAtOnce = true;
     if (mode.waitForChange) this.waitForChange = mode.waitForChange.bind(mode);
     if (mode.validate) this.validate = mode.validate.bind(mode);
     if (mode.validateMany) this.validateMany = mode.validateMany.bind(mode);
@@ -129,7 +106,6 @@ export class PostgresBackend implements LockBackend {
     if (mode.multi) this.multi = mode.multi;
     if (mode.election) this.election = mode.election;
     if (mode.operations) this.operations = mode.operations;
-    Object.assign(this, oldStyleMethods(mode));
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -180,34 +156,6 @@ export class PostgresBackend implements LockBackend {
       new BackendUnavailableError(action, { key, backend: this.name, cause: error })
     );
   }
-}
-
-/**
- * Until core reads the drivers: their methods on the backend itself, as the contract's optional
- * methods were offered before (multi-key, elections, the operator API).
- */
-function oldStyleMethods(mode: PostgresLockMode): Partial<PostgresBackend> {
-  const { multi, election, operations: ops } = mode;
-  return {
-    ...(multi?.orderKeys ? { orderKeys: multi.orderKeys.bind(multi) } : {}),
-    ...(multi?.tryAcquireMany ? { tryAcquireMany: multi.tryAcquireMany.bind(multi) } : {}),
-    ...(multi?.acquireMany ? { acquireMany: multi.acquireMany.bind(multi) } : {}),
-    ...(election
-      ? {
-          campaign: election.campaign.bind(election),
-          leader: election.leader.bind(election),
-          ...(election.leaderInfo ? { leaderInfo: election.leaderInfo.bind(election) } : {}),
-        }
-      : {}),
-    ...(ops
-      ? {
-          inspect: (key: string) => ops.inspect(key),
-          forceRelease: (key: string, by: string) => ops.forceRelease(key, by),
-          listKeys: (prefix: string) => ops.listKeys(prefix),
-          ...(ops.forcedBy ? { forcedBy: (grant: Grant) => ops.forcedBy!(grant) } : {}),
-        }
-      : {}),
-  };
 }
 
 /** Picks the mode from the table and builds the backend. No I/O: connections open on first use. */

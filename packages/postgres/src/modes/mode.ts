@@ -12,8 +12,6 @@ import type { StatementPool } from '../statement-pool.js';
  * issues; the backend offers exactly those its mode has.
  */
 export interface PostgresLockMode extends HoldDriver, Omit<BackendDrivers, 'runs'> {
-  /** See LockBackend.acquireQueuesAtOnce. */
-  readonly acquireQueuesAtOnce?: boolean;
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]>;
   /** Frees what the mode opened itself (advisory sessions); the backend closes the shared parts after it. */
   close(): Promise<void>;

@@ -113,11 +113,6 @@ export class AdvisoryElection implements ElectionDriver {
     this.ensureTable = schemaOnce((_key: string, run: (text: string) => Promise<unknown>) => run(this.sql.schema));
   }
 
-  /** Until core routes every hold to its issuer, the mode asks whose grant this is. */
-  owns(grant: Grant): boolean {
-    return this.terms.has(grant.token);
-  }
-
   /** Waits to lead `request.key`: its advisory lock on a session of its own. */
   async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
     if (this.closed || this.server.closed) throw closedError('elect', request.key, this.server.name);

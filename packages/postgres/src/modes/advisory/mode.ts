@@ -1,4 +1,4 @@
-import type { AcquireRequest, AttemptResult, Capabilities, Grant, HoldDriver } from '@deadbolt/core/adapter';
+import type { AcquireRequest, AttemptResult, Capabilities, Grant } from '@deadbolt/core/adapter';
 import { baseCapabilities, type ModeContext, type PostgresLockMode } from '../mode.js';
 import { AdvisoryElection } from './election.js';
 import { AdvisoryKinds } from './kinds.js';
@@ -30,13 +30,11 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
  * does NOT work through a transaction-pooling PgBouncer (use 'lease').
  */
 export class AdvisoryMode implements PostgresLockMode {
-  /** acquire() makes the first attempt itself: a key found contended before queues without one. */
-  readonly acquireQueuesAtOnce = true;
-  readonly mutex: AdvisoryMutex;
   readonly kinds: AdvisoryKinds;
   readonly multi: AdvisoryMulti;
   readonly election: AdvisoryElection;
   private readonly server: AdvisoryServer;
+  private readonly mutex: AdvisoryMutex;
   private closing: Promise<void> | undefined;
 
   constructor(context: ModeContext) {
@@ -47,32 +45,30 @@ export class AdvisoryMode implements PostgresLockMode {
     this.election = new AdvisoryElection(this.server);
   }
 
-  // Until core routes every request and hold to its driver, the mode passes each to the one that
-  // issued it (the mutex's methods are the backend's own).
+  // The mode is the mutex's driver (the backend's own methods): mutex.ts.
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    return (request.kind === undefined ? this.mutex : this.kinds).tryAcquire(request);
+    return this.mutex.tryAcquire(request);
   }
 
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    return (request.kind === undefined ? this.mutex : this.kinds).acquire(request, deadline, signal);
+    return this.mutex.acquire(request, deadline, signal);
   }
 
-  renew(grant: Grant, ttlMs: number): Promise<boolean> {
-    return this.keeperOf(grant).renew(grant, ttlMs);
+  renew(grant: Grant): Promise<boolean> {
+    return this.mutex.renew(grant);
   }
 
-  renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
-    if (grants.every((grant) => this.keeperOf(grant) === this.mutex)) return this.mutex.renewMany(grants);
-    return Promise.all(grants.map((grant, index) => this.keeperOf(grant).renew(grant, ttlMs[index]!)));
+  renewMany(grants: readonly Grant[]): Promise<readonly boolean[]> {
+    return this.mutex.renewMany(grants);
   }
 
   validate(grant: Grant): Promise<boolean> {
-    return this.keeperOf(grant).validate!(grant);
+    return this.mutex.validate(grant);
   }
 
   release(grant: Grant): Promise<boolean> {
-    return this.keeperOf(grant).release(grant);
+    return this.mutex.release(grant);
   }
 
   close(): Promise<void> {
@@ -81,11 +77,5 @@ export class AdvisoryMode implements PostgresLockMode {
       await Promise.all([this.server.close(), this.kinds.close(), this.election.close()]);
     })();
     return this.closing;
-  }
-
-  private keeperOf(grant: Grant): Pick<HoldDriver, 'renew' | 'release' | 'validate'> {
-    if (this.kinds.owns(grant)) return this.kinds;
-    if (this.election.owns(grant)) return this.election;
-    return this.mutex;
   }
 }

@@ -140,11 +140,6 @@ export class AdvisoryReadWrite {
     return grant;
   }
 
-  /** Until core routes every hold to its issuer, the mode asks whose grant this is. */
-  owns(grant: Grant): boolean {
-    return this.holds.has(grant.token);
-  }
-
   /** The hold lives while its session does: one trivial query proves it. */
   async renew(grant: Grant): Promise<boolean> {
     const hold = this.holds.get(grant.token);

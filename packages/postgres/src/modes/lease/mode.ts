@@ -35,16 +35,6 @@ export const leaseCapabilities: Capabilities = Object.freeze({
 });
 
 /**
- * A read, write or permit hold: its rows live in the kinds tables (core treats the field as opaque).
- * Until core routes every hold to its issuer, the mode tells the kinds' grants by this mark.
- */
-interface KindGrant extends Grant {
-  readonly kinded?: true;
-}
-
-const isKindGrant = (grant: Grant): boolean => (grant as KindGrant).kinded === true;
-
-/**
  * 'postgres:lease': a row per held lock with a server-clock expiry, and a FIFO queue of waiters on
  * the server (sql.ts): release, expiry and a waiter giving up grant the lock in place to the first
  * live waiter and NOTIFY that waiter's client on its own channel, so a contended hand-off is one
@@ -53,8 +43,6 @@ const isKindGrant = (grant: Grant): boolean => (grant as KindGrant).kinded === t
  * over this mode's queue calls (queue.ts).
  */
 export class LeaseMode implements PostgresLockMode, LeaseRows {
-  /** Core skips its plain first attempt: acquire() takes a free lock in the same single call. */
-  readonly acquireQueuesAtOnce = true;
   /** Read, write and permit holds (drivers.ts). */
   readonly kinds: LeaseKinds;
   /** Elections on the lease rows (election.ts, drivers.ts). */
@@ -105,7 +93,6 @@ export class LeaseMode implements PostgresLockMode, LeaseRows {
   }
 
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
-    if (isKindGrant(grant)) return (await this.renewMany([grant], [ttlMs]))[0] === true;
     const sentAt = Date.now();
     const result = await this.context.statements.query('renew', grant.key, this.sql.renew, [
       grant.key,
@@ -146,7 +133,7 @@ export class LeaseMode implements PostgresLockMode, LeaseRows {
   }
 
   release(grant: Grant): Promise<boolean> {
-    return isKindGrant(grant) ? this.releaseKind(grant) : this.releaseRow(this.sql.release, grant);
+    return this.releaseRow(this.sql.release, grant);
   }
 
   releaseKind(grant: Grant): Promise<boolean> {

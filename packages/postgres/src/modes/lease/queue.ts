@@ -28,11 +28,10 @@ export interface AttemptRow {
   sentAt: number;
 }
 
-/** A grant of `request`, marked as a read/write/permit hold when it is one (its rows are in the kinds tables). */
+/** A grant of `request` (its lock-delay kept on it: renewals extend the row by it too). */
 export function grantOf(request: AcquireRequest, token: string, fence: number, validUntil?: number): Grant {
   const lockDelayMs = request.lockDelayMs ?? 0;
   const grant: Grant = { key: request.key, owner: request.owner, token, fence, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) };
-  if (request.kind !== undefined) (grant as { kinded?: true }).kinded = true;
   if (validUntil !== undefined) grant.validUntil = validUntil;
   return grant;
 }
