@@ -2,7 +2,7 @@ import { withDeadline } from '@deadbolt/core/adapter';
 import type pg from 'pg';
 import type { DedicatedSession } from './dedicated-session.js';
 
-/** Every lease client's grant channel starts so (lease.ts); only their messages are deduplicated. */
+/** Every lease client's grant channel starts so (modes/lease/mode.ts); only their messages are deduplicated. */
 export const grantChannelPrefix = 'deadbolt_grant_';
 
 /** A user of the shared session (one backend's ReleaseListener). */

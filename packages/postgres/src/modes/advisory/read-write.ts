@@ -35,7 +35,7 @@ interface Hold {
   readonly request: AcquireRequest;
   readonly connection: Connection;
   grant: Grant | undefined;
-  /** The statement that lets go of it, when not the plain unlock of `id` (a permit: advisory-permits.ts). */
+  /** The statement that lets go of it, when not the plain unlock of `id` (a permit: permits.ts). */
   readonly unlock?: { readonly text: string; readonly values: readonly unknown[] };
 }
 

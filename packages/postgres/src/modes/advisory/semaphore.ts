@@ -21,7 +21,7 @@ import { AdvisoryReadWrite, type Connection } from './read-write.js';
  * every slot taken it polls the slots, still inside the gate, so one freed slot goes to exactly
  * one waiter, the first in line. The slot is held on a session of its own, which ends with the
  * permit: a crashed holder's session, and with it its slot, is freed by the server at once.
- * Inside the gate the acquirer also checks the semaphore's recorded `permits` (advisory-permits.ts).
+ * Inside the gate the acquirer also checks the semaphore's recorded `permits` (permits.ts).
  */
 const pollMs = { first: 5, max: 100 } as const;
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
