@@ -1,15 +1,17 @@
 import {
   backoffDelayMs,
   InvalidArgumentError,
+  onAbort,
   type AcquireRequest,
-  type DeadboltError,
   type Grant,
   type MultiAttemptResult,
+  type MultiDriver,
 } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import { advisoryLockId } from '../key-hash.js';
-import type { ResolvedPostgresOptions } from '../options.js';
-import type { Session, SessionPool } from '../sessions.js';
+import { advisoryLockId } from '../../key-hash.js';
+import type { AdvisoryMutex } from './mutex.js';
+import { maxTimeoutMs, type AdvisoryServer } from './server.js';
+import type { Session } from './sessions.js';
 
 /**
  * Multi-key locks in advisory mode (issue 17, primitives.md §4.1): every key of the set on ONE
@@ -27,32 +29,11 @@ import type { Session, SessionPool } from '../sessions.js';
  * Session-level advisory locks ignore rollback, which is why every failure path unlocks explicitly.
  */
 
-/** What the multi-lock needs of the advisory backend. */
-export interface AdvisoryMultiPort {
-  readonly name: string;
-  readonly options: ResolvedPostgresOptions;
-  readonly pool: SessionPool;
-  /** The fence sequence (quoted, schema-qualified). */
-  readonly sequence: string;
-  /** True when a key's id is held or being tried by this client (a session re-takes its own lock). */
-  isClaimed(id: string): boolean;
-  claim(id: string, request: AcquireRequest): void;
-  unclaim(id: string): void;
-  /** Records a granted lock on `session`, with the fence counter drawn after its grant. */
-  hold(id: string, request: AcquireRequest, session: Session, counter: string): Grant;
-  pick<T>(action: string, key: string, pick: () => Promise<T>): Promise<T>;
-  unavailable(action: string, key: string, error: unknown): DeadboltError;
-  /** pg_cancel_backend of `session`'s statement, from another session. */
-  cancel(session: Session): Promise<void>;
-}
-
 interface Entry {
   readonly request: AcquireRequest;
   readonly id: string;
   readonly order: bigint;
 }
-
-const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
 /** The global order: by advisory id (namespace included), the order the server takes them in. */
 export function byAdvisoryId(fullKeys: readonly string[], namespace: string): string[] {
@@ -94,30 +75,38 @@ export function multiSql(sequence: string) {
   };
 }
 
-export class AdvisoryMulti {
+/**
+ * The multi-key driver. Its grants are plain locks of the mutex, which keeps them (renew, release,
+ * a dead session's loss) and whose claims keep two owners here off one key.
+ */
+export class AdvisoryMulti implements MultiDriver {
   /** The statements (the package's mutant tests swap in broken ones). */
   sql: ReturnType<typeof multiSql>;
 
-  constructor(private readonly port: AdvisoryMultiPort) {
-    this.sql = multiSql(port.sequence);
+  constructor(
+    private readonly server: AdvisoryServer,
+    private readonly mutex: AdvisoryMutex,
+  ) {
+    this.sql = multiSql(server.names.sequence);
   }
 
+  /** acquireAll's global order: by advisory id, the order the server takes a set in. */
   orderKeys(fullKeys: readonly string[]): readonly string[] {
-    return byAdvisoryId(fullKeys, this.port.options.namespace);
+    return byAdvisoryId(fullKeys, this.server.options.namespace);
   }
 
   /** One statement on one session: every key or none (grants in the order of `requests`). */
   async tryAcquireMany(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult> {
     const entries = this.entries(requests);
     const label = labelOf(requests);
-    const claimed = entries.find((entry) => this.port.isClaimed(entry.id));
+    const claimed = entries.find((entry) => this.mutex.isClaimed(entry.id));
     if (claimed !== undefined) return { acquired: false, busyKey: claimed.request.key };
-    for (const entry of entries) this.port.claim(entry.id, entry.request);
+    for (const entry of entries) this.mutex.claim(entry.id, entry.request);
     const ids = entries.map((entry) => entry.id);
     let session: Session | undefined;
     let granted = false;
     try {
-      session = await this.port.pick('acquire', label, () => this.port.pool.forStatement());
+      session = await this.server.pick('acquire', label, () => this.server.sessions.forStatement());
       const result = await session.query<{ busy: number | null; counters: string[] | null }>(this.sql.tryAll, [ids]);
       const row = result.rows[0];
       if (row?.counters === null || row?.counters === undefined || row.counters.length !== entries.length) {
@@ -129,9 +118,9 @@ export class AdvisoryMulti {
     } catch (error) {
       // The statement may have failed after some grants (advisory locks ignore rollback): unlock them.
       if (session !== undefined && !session.dead) void session.query(this.sql.unlockAll, [ids]).catch(() => undefined);
-      throw lockTableFull(error, requests, this.port.name) ?? this.port.unavailable('acquire', label, error);
+      throw lockTableFull(error, requests, this.server.name) ?? this.server.unavailable('acquire', label, error);
     } finally {
-      if (!granted) for (const id of ids) this.port.unclaim(id);
+      if (!granted) for (const id of ids) this.mutex.unclaim(id);
     }
   }
 
@@ -146,7 +135,7 @@ export class AdvisoryMulti {
       if (tried.acquired) return tried.grants;
       if (attempt === 1) requests[0]?.onContended?.();
       if (Date.now() >= deadline || signal.aborted) return undefined;
-      const session = await this.port.pick('acquire', label, () => this.port.pool.forWait());
+      const session = await this.server.pick('acquire', label, () => this.server.sessions.forWait());
       if (session !== undefined && !signal.aborted) {
         const waited = await this.waitAll(requests, session, deadline, signal);
         if (waited !== 'retry') return waited;
@@ -170,34 +159,28 @@ export class AdvisoryMulti {
     const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
     let cancelled = false;
     let settled = false;
-    const onAbort = (): void => {
+    const cancel = (): void => {
       cancelled = true;
-      // A cancel that lands before the statement starts waiting is lost: repeat until it settles.
-      void (async () => {
-        while (!settled) {
-          await this.port.cancel(session);
-          if (!settled) await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      })();
+      this.server.cancelUntilSettled(session, () => settled);
     };
     session.blocked = true;
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
+    const detach = onAbort(signal, cancel);
+    if (signal.aborted) cancel();
     try {
       const results = (await session.query(
         this.sql.waitAll(
           entries.map((entry) => entry.id),
           waitMs,
-          this.port.options.statementTimeoutMs,
+          this.server.options.statementTimeoutMs,
         ),
         undefined,
-        waitMs + this.port.options.connectTimeoutMs + 2 * this.port.options.statementTimeoutMs,
+        waitMs + this.server.options.connectTimeoutMs + 2 * this.server.options.statementTimeoutMs,
       )) as unknown as pg.QueryResult<{ counters: string[] | null }>[];
       settled = true;
       const counters = results[2]?.rows[0]?.counters;
       if (cancelled || signal.aborted || counters === null || counters === undefined || counters.length !== entries.length) {
         // Granted as the caller gave up: end the session, which lets every lock of the set go.
-        await this.port.pool.retire(session);
+        await this.server.sessions.retire(session);
         return undefined;
       }
       session.blocked = false;
@@ -206,7 +189,7 @@ export class AdvisoryMulti {
       settled = true;
       const code = (error as { code?: unknown } | null)?.code;
       if (cancelled) {
-        await this.port.pool.retire(session);
+        await this.server.sessions.retire(session);
         return undefined;
       }
       // 55P03 lock_not_available (lock_timeout), 57014 statement_timeout, 40P01 deadlock_detected,
@@ -217,38 +200,38 @@ export class AdvisoryMulti {
           await session.query(this.sql.giveBack);
           session.blocked = false;
         } catch {
-          await this.port.pool.retire(session);
+          await this.server.sessions.retire(session);
         }
-        const full = lockTableFull(error, requests, this.port.name);
+        const full = lockTableFull(error, requests, this.server.name);
         if (full !== undefined) throw full;
         return code === '40P01' && Date.now() < deadline ? 'retry' : undefined;
       }
       session.kill(error instanceof Error ? error : new Error(String(error)));
-      throw this.port.unavailable('acquire', label, error);
+      throw this.server.unavailable('acquire', label, error);
     } finally {
       settled = true;
-      signal.removeEventListener('abort', onAbort);
+      detach();
     }
   }
 
   /** Every key of the set held on `session`; grants in the order of `requests`. */
   private holdAll(entries: readonly Entry[], requests: readonly AcquireRequest[], session: Session, counters: readonly string[]): Grant[] {
     const byKey = new Map<string, Grant>();
-    entries.forEach((entry, index) => byKey.set(entry.request.key, this.port.hold(entry.id, entry.request, session, counters[index]!)));
+    entries.forEach((entry, index) => byKey.set(entry.request.key, this.mutex.hold(entry.id, entry.request, session, counters[index]!)));
     return requests.map((request) => byKey.get(request.key)!);
   }
 
   /** The requests in advisory-id order (core already sends them so; sorting again costs nothing). */
   private entries(requests: readonly AcquireRequest[]): Entry[] {
     const entries = requests.map((request) => {
-      const order = advisoryLockId(request.key, this.port.options.namespace);
+      const order = advisoryLockId(request.key, this.server.options.namespace);
       return { request, id: order.toString(), order };
     });
     entries.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
     for (let i = 1; i < entries.length; i += 1) {
       // Two keys with one 64-bit id (probability 2^-64): they are one lock; refuse rather than take it twice.
       if (entries[i]!.order === entries[i - 1]!.order)
-        throw this.port.unavailable(
+        throw this.server.unavailable(
           'acquire',
           labelOf(requests),
           new Error(`"${entries[i - 1]!.request.key}" and "${entries[i]!.request.key}" share one advisory id`),
@@ -284,13 +267,14 @@ function lockTableFull(error: unknown, requests: readonly AcquireRequest[], back
 }
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+      detach();
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
+    const detach = onAbort(signal, done);
   });
 }

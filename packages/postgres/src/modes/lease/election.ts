@@ -1,6 +1,6 @@
 import type { CampaignRequest, TermGrant } from '@deadbolt/core/adapter';
-import { schemaOnce } from './schema-once.js';
-import { randomToken } from './token.js';
+import { schemaOnce } from '../../schema-once.js';
+import { randomToken } from '../../token.js';
 
 /**
  * Leader election on the lease mode (primitives.md §4.2, ShedLock's row-lease idea): a term is the

@@ -1,4 +1,4 @@
-import { createIndexOnce, createOnce } from './kinds-sql.js';
+import { createIndexOnce, createOnce } from '../../ddl.js';
 import { legacyLeaseFunction } from './legacy-sql.js';
 
 /**

@@ -1,8 +1,8 @@
 import type { LockHolder } from '@deadbolt/core';
 import { forcedMarkerMs, type BackendInspection, type Grant } from '@deadbolt/core/adapter';
 import { operationsSql } from './operations-sql.js';
-import { schemaOnce } from './schema-once.js';
-import type { StatementPool } from './statement-pool.js';
+import { schemaOnce } from '../../schema-once.js';
+import type { StatementPool } from '../../statement-pool.js';
 
 /** Keys listKeys reads per statement: a page, so a large table is never read into memory at once. */
 const pageSize = 500;

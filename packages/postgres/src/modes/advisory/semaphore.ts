@@ -1,9 +1,15 @@
-import { BackendUnavailableError, InvalidArgumentError, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
-import { endClient } from '../connect.js';
-import { advisoryLockId } from '../key-hash.js';
-import { schemaOnce } from '../schema-once.js';
-import { advisoryPermitsSql, checkPermits } from './advisory-permits.js';
-import { AdvisoryReadWrite, type Connection } from './advisory-rw.js';
+import {
+  BackendUnavailableError,
+  closedError,
+  InvalidArgumentError,
+  onAbort,
+  type AcquireRequest,
+  type Grant,
+} from '@deadbolt/core/adapter';
+import { advisoryLockId } from '../../key-hash.js';
+import { schemaOnce } from '../../schema-once.js';
+import { advisoryPermitsSql, checkPermits } from './permits.js';
+import { AdvisoryReadWrite, type Connection } from './read-write.js';
 
 /**
  * Counting semaphores in advisory mode: `permits` slot locks behind a FIFO gate, Curator's
@@ -15,14 +21,14 @@ import { AdvisoryReadWrite, type Connection } from './advisory-rw.js';
  * every slot taken it polls the slots, still inside the gate, so one freed slot goes to exactly
  * one waiter, the first in line. The slot is held on a session of its own, which ends with the
  * permit: a crashed holder's session, and with it its slot, is freed by the server at once.
- * Inside the gate the acquirer also checks the semaphore's recorded `permits` (advisory-permits.ts).
+ * Inside the gate the acquirer also checks the semaphore's recorded `permits` (permits.ts).
  */
 const pollMs = { first: 5, max: 100 } as const;
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
 
-export class AdvisoryKinds extends AdvisoryReadWrite {
+export class AdvisorySemaphore extends AdvisoryReadWrite {
   /** The permits statements (the package's mutant tests swap in broken ones). */
-  permitsSql = advisoryPermitsSql(this.names);
+  permitsSql = advisoryPermitsSql(this.server.names);
   private readonly ensurePermitsTable = schemaOnce(async (connection: Connection) => {
     for (const statement of this.permitsSql.schema) await connection.client.query(statement);
   });
@@ -34,19 +40,15 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
     deadline: number,
     signal: AbortSignal | undefined,
   ): Promise<Grant | undefined> {
-    if (this.closed)
-      throw new BackendUnavailableError('acquire', {
-        key: request.key,
-        backend: this.backendName,
-        cause: new Error('the backend is closed'),
-      });
-    const idOf = (name: string): string => advisoryLockId(`${request.key}\u0000${name}`, this.options.namespace).toString();
+    if (this.closed) throw closedError('acquire', request.key, this.backendName);
+    const idOf = (name: string): string => advisoryLockId(`${request.key}\u0000${name}`, this.server.options.namespace).toString();
     const gate = idOf('gate');
     const inUse = idOf('in use');
     const connection = await this.connect(request.key);
-    const onAbort = (): void => void endClient(connection.client, 100);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
+    // A cancel is the session's end: it leaves the gate, or its queue, with it.
+    const cancel = (): void => void connection.end(100);
+    const detach = signal === undefined || signal.aborted ? undefined : onAbort(signal, cancel);
+    if (signal?.aborted) cancel();
     try {
       if (!(await this.enterGate(connection, gate, wait, deadline))) {
         this.park(connection); // the gate was busy and nothing was taken
@@ -60,7 +62,7 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         for (let index = 0; index < permits; index += 1) {
           const slot = idOf(`slot:${index}`);
           const result = await connection.client.query<{ counter: string | null }>(
-            `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${this.names.sequence}')::text END AS counter`,
+            `SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${this.server.names.sequence}')::text END AS counter`,
             [slot],
           );
           const counter = result.rows[0]?.counter;
@@ -96,7 +98,7 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
       if ((error as { code?: unknown } | null)?.code === '55P03' || signal?.aborted) return undefined;
       throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: error });
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      detach?.();
     }
   }
 
@@ -125,7 +127,7 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
     const waitMs = Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
     // Integers we computed (no user text): safe to inline, as SET takes no parameters.
     await connection.client.query(
-      `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs}; SELECT pg_advisory_lock(${gate}::bigint)`,
+      `SET LOCAL statement_timeout = ${waitMs + this.server.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs}; SELECT pg_advisory_lock(${gate}::bigint)`,
     );
     return true;
   }

@@ -1,7 +1,11 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
-import { clientConfig, endClient } from './connect.js';
-import type { ResolvedPostgresOptions } from './options.js';
+import { clientConfig } from '../../connect.js';
+import { DedicatedSession } from '../../dedicated-session.js';
+import type { ResolvedPostgresOptions } from '../../settings.js';
+
+/** The pool's refusal once closed (a cause: the server's pick types it for the action and key). */
+const closedCause = (): Error => new Error('the backend is closed');
 
 /** The statements a session batches: one id, or an array of ids (rows carry `n`, 1-based). */
 export interface BatchStatements {
@@ -29,8 +33,6 @@ export class Session {
   readonly held = new Set<string>();
   inflight = 0;
   blocked = false;
-  dead = false;
-  epoch = 0;
   /** Told each NOTICE the server sends this session (the advisory wait's "queued"). */
   onNotice: ((message: string | undefined) => void) | undefined;
   private pinging: Promise<boolean> | undefined;
@@ -38,20 +40,51 @@ export class Session {
   private readonly queued: BatchedCall[] = [];
   private batching = false;
 
+  private readonly link: DedicatedSession;
+
   constructor(
-    readonly client: pg.Client,
+    config: pg.ClientConfig,
     private readonly deadlineMs: number,
     private readonly statements: BatchStatements,
-    private readonly onDeath: (session: Session, cause: Error) => void,
+    onDeath: (session: Session, cause: Error) => void,
   ) {
-    const died = (error?: Error): void => this.kill(error ?? new Error('the session ended'));
-    client.on('error', died);
-    client.on('end', () => died());
-    client.on('notice', (notice) => this.onNotice?.(notice.message));
+    this.link = new DedicatedSession(
+      config,
+      (cause) => {
+        for (const call of this.queued.splice(0)) call.reject(cause);
+        onDeath(this, cause);
+      },
+      'the session ended',
+    );
+    this.link.client.on('notice', (notice) => this.onNotice?.(notice.message));
+  }
+
+  get client(): pg.Client {
+    return this.link.client;
+  }
+
+  /** Ended (lost, retired or closed): it runs nothing more, and every lock on it is gone. */
+  get dead(): boolean {
+    return this.link.ended;
+  }
+
+  /** The fence epoch of the server incarnation this session is connected to. */
+  get epoch(): number {
+    return this.link.epoch;
   }
 
   get pid(): number | undefined {
-    return (this.client as unknown as { processID?: number }).processID;
+    return this.link.pid;
+  }
+
+  /** Connects and prepares the session (the schema, the epoch) within the deadlines. */
+  open(connectMs: number, prepare: (client: pg.Client) => Promise<number>, prepareMs: number): Promise<void> {
+    return this.link.open({ connectMs, prepareMs }, prepare);
+  }
+
+  /** Ends the session on purpose (nothing it holds is reported lost). */
+  end(): Promise<void> {
+    return this.link.end();
   }
 
   /**
@@ -168,12 +201,9 @@ export class Session {
     return this.pinging;
   }
 
+  /** Ends the session as lost: queued calls fail and every lock on it is reported lost. */
   kill(cause: Error): void {
-    if (this.dead) return;
-    this.dead = true;
-    for (const call of this.queued.splice(0)) call.reject(cause);
-    void endClient(this.client);
-    this.onDeath(this, cause);
+    void this.link.lose(cause);
   }
 }
 
@@ -230,15 +260,12 @@ export class SessionPool {
   /** Ends a session that must not run anything else (an abandoned wait); it holds nothing. */
   retire(session: Session): Promise<void> {
     this.remove(session);
-    session.dead = true;
-    return endClient(session.client);
+    return session.end();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const all = this.sessions.splice(0);
-    for (const session of all) session.dead = true;
-    await Promise.all(all.map((session) => endClient(session.client)));
+    await Promise.all(this.sessions.splice(0).map((session) => session.end()));
   }
 
   private open(): Promise<Session> {
@@ -252,27 +279,20 @@ export class SessionPool {
   }
 
   private async connect(): Promise<Session> {
-    if (this.closed) throw new Error('the backend is closed');
+    if (this.closed) throw closedCause();
     this.opening += 1;
-    const client = new pg.Client(clientConfig(this.options));
-    const session = new Session(client, this.deadlineMs, this.statements, (dead, cause) => {
+    const session = new Session(clientConfig(this.options), this.deadlineMs, this.statements, (dead, cause) => {
       this.remove(dead);
       this.onDeath(dead, cause);
     });
     try {
-      await withDeadline(client.connect(), this.options.connectTimeoutMs + 100);
-      session.epoch = await withDeadline(this.prepare(client), this.deadlineMs);
-    } catch (error) {
-      session.dead = true;
-      void endClient(client);
-      throw error;
+      await session.open(this.options.connectTimeoutMs + 100, this.prepare, this.deadlineMs);
     } finally {
       this.opening -= 1;
     }
     if (this.closed || session.dead) {
-      session.dead = true;
-      void endClient(client);
-      throw new Error('the backend is closed');
+      void session.end();
+      throw closedCause();
     }
     this.sessions.push(session);
     return session;

@@ -1,14 +1,14 @@
 import { InvalidArgumentError } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import type { FenceNames } from '../fence.js';
-import { createOnce } from '../kinds-sql.js';
+import type { FenceNames } from '../../fence.js';
+import { createOnce } from '../../ddl.js';
 
 /**
  * A semaphore's `permits` in advisory mode (issue 16), so a client passing another number for a
  * semaphore in use is refused with InvalidArgumentError, as on Redis `fair` and ZooKeeper.
  *
  * Recorded in `<fence table>_permits` (gate id, key, permits), written and judged ONLY by a session
- * inside the semaphore's gate (advisory-semaphore.ts), the exclusive advisory lock every acquirer
+ * inside the semaphore's gate (semaphore.ts), the exclusive advisory lock every acquirer
  * passes one at a time before it may take a slot. That makes check-then-take atomic without a
  * transaction: nobody can take a slot of the key, nor write its record, between our read and our
  * slot. A record is "in use" while anyone holds the semaphore's in-use lock (key, "in use"), a

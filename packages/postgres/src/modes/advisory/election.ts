@@ -1,11 +1,23 @@
-import { BackendUnavailableError, withDeadline, type CampaignRequest, type Grant, type TermGrant } from '@deadbolt/core/adapter';
-import pg from 'pg';
-import { clientConfig, endClient } from '../connect.js';
-import { counterBits, fenceOf, type FenceNames } from '../fence.js';
-import { advisoryLockId, advisoryLockParts } from '../key-hash.js';
-import type { ResolvedPostgresOptions } from '../options.js';
-import { schemaOnce } from '../schema-once.js';
-import { randomToken } from '../token.js';
+import {
+  BackendUnavailableError,
+  closedError,
+  leaseValidUntil,
+  onAbort,
+  withDeadline,
+  type CampaignRequest,
+  type ElectionDriver,
+  type Grant,
+  type TermGrant,
+} from '@deadbolt/core/adapter';
+import type pg from 'pg';
+import { clientConfig } from '../../connect.js';
+import { DedicatedSession } from '../../dedicated-session.js';
+import { counterBits, fenceOf, type FenceNames } from '../../fence.js';
+import { advisoryLockId, advisoryLockParts } from '../../key-hash.js';
+import { schemaOnce } from '../../schema-once.js';
+import { randomToken } from '../../token.js';
+import { maxTimeoutMs, type AdvisoryServer } from './server.js';
+import { falseIfEnded } from './validate.js';
 
 /**
  * Leader election in advisory mode (issue 17, primitives.md §4.2): a term is the session-level
@@ -27,29 +39,12 @@ import { randomToken } from '../token.js';
  * closes: fence the resources with the term.
  */
 
-/** What the election needs of the advisory backend. */
-export interface AdvisoryElectionPort {
-  readonly name: string;
-  readonly options: ResolvedPostgresOptions;
-  readonly names: FenceNames;
-  /** One statement's deadline (connect + statement + slack). */
-  readonly deadlineMs: number;
-  /** Creates the fence objects if needed and reads the epoch (one query on the common path). */
-  prepare(client: pg.Client): Promise<number>;
-  /** A short statement on one of the mutex's sessions. */
-  query<R extends pg.QueryResultRow>(action: string, key: string, text: string, values: readonly unknown[]): Promise<readonly R[]>;
-}
-
 interface Term {
-  readonly client: pg.Client;
+  readonly session: DedicatedSession;
   readonly id: string;
   readonly request: CampaignRequest;
   readonly grant: TermGrant & { validUntil: number };
 }
-
-const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
-/** Core's drift allowance (lease.ts: 1% + 2 ms, Redlock's drift factor). */
-const driftMs = (ttlMs: number): number => Math.ceil(ttlMs * 0.01) + 2;
 
 /** Sets the session's idle_session_timeout (PostgreSQL 14+; older servers have none: the local deadline alone ends the term). */
 const idleTimeout = (ms: number): string =>
@@ -103,46 +98,39 @@ export function advisoryElectionSql(names: FenceNames) {
   };
 }
 
-export class AdvisoryElection {
+/** The advisory election driver: every term it grants it also keeps (renew, validate, release). */
+export class AdvisoryElection implements ElectionDriver {
   /** The statements (the package's mutant tests swap in broken ones). */
   sql: ReturnType<typeof advisoryElectionSql>;
   private readonly terms = new Map<string, Term>();
   /** Every session opened for a campaign or a term, ended by close(). */
-  private readonly open = new Set<pg.Client>();
+  private readonly open = new Set<DedicatedSession>();
   private readonly ensureTable: (key: string, run: (text: string) => Promise<unknown>) => Promise<void>;
   private closed = false;
 
-  constructor(private readonly port: AdvisoryElectionPort) {
-    this.sql = advisoryElectionSql(port.names);
+  constructor(private readonly server: AdvisoryServer) {
+    this.sql = advisoryElectionSql(server.names);
     this.ensureTable = schemaOnce((_key: string, run: (text: string) => Promise<unknown>) => run(this.sql.schema));
   }
 
-  owns(grant: Grant): boolean {
-    return this.terms.has(grant.token);
-  }
-
+  /** Waits to lead `request.key`: its advisory lock on a session of its own. */
   async campaign(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined> {
-    if (this.closed) throw this.unavailable('elect', request.key, new Error('the backend is closed'));
-    const { options, deadlineMs } = this.port;
+    if (this.closed || this.server.closed) throw closedError('elect', request.key, this.server.name);
+    const { options, deadlineMs } = this.server;
     const id = advisoryLockId(request.key, options.namespace).toString();
-    const client = new pg.Client(clientConfig(options));
     let term: Term | undefined;
-    let ended = false;
-    const onEnd = (cause: Error): void => {
-      if (ended) return;
-      ended = true;
-      this.open.delete(client);
+    const session: DedicatedSession = new DedicatedSession(clientConfig(options), (cause) => {
+      this.open.delete(session);
       if (term === undefined || !this.terms.delete(term.grant.token)) return;
       request.onLost(term.grant, new Error(`the session leading "${request.key}" ended: ${cause.message}`));
-    };
-    client.on('error', (error: Error) => onEnd(error));
-    client.on('end', () => onEnd(new Error('the connection closed')));
-    this.open.add(client);
-    const onAbort = (): void => void endClient(client, 100);
-    signal.addEventListener('abort', onAbort, { once: true });
+    });
+    const client = session.client;
+    this.open.add(session);
+    // A cancel is the session's end: the server drops the queued request with it.
+    const detach = onAbort(signal, () => void session.end(100));
     try {
-      await withDeadline(client.connect(), options.connectTimeoutMs + 100);
-      const epoch = await withDeadline(this.port.prepare(client), deadlineMs);
+      await session.open({ connectMs: options.connectTimeoutMs + 100, prepareMs: deadlineMs }, (prepared) => this.server.prepare(prepared));
+      const epoch = session.epoch;
       await this.ensureTable(request.key, (text) => withDeadline(client.query(text), deadlineMs));
       const values = { id, epoch, key: request.key, token: randomToken(), candidate: request.candidate };
       let sentAt = Date.now();
@@ -167,16 +155,16 @@ export class AdvisoryElection {
         await withDeadline(client.query(this.sql.confirm(request.ttlMs)), deadlineMs);
       }
       const fence = fenceOf(epoch, counter);
-      if (fence === undefined || ended || signal.aborted) return undefined;
+      if (fence === undefined || session.ended || signal.aborted) return undefined;
       const grant = {
         key: request.key,
         owner: request.owner,
         token: values.token,
         fence,
         sentAt,
-        validUntil: sentAt + request.ttlMs - driftMs(request.ttlMs),
+        validUntil: leaseValidUntil(sentAt, request.ttlMs),
       };
-      term = { client, id, request, grant };
+      term = { session, id, request, grant };
       this.terms.set(grant.token, term);
       return grant;
     } catch (error) {
@@ -185,45 +173,57 @@ export class AdvisoryElection {
       if (signal.aborted || code === '55P03' || code === '57014') return undefined;
       throw this.unavailable('elect', request.key, error);
     } finally {
-      signal.removeEventListener('abort', onAbort);
+      detach();
       // No term: the session goes, and with it anything it may hold or wait for.
-      if (term === undefined) await endClient(client);
+      if (term === undefined) {
+        this.open.delete(session);
+        await session.end();
+      }
     }
   }
 
   /** The current leader's id: the recorded one, while its session holds the lock. */
   async leader(key: string): Promise<string | undefined> {
-    await this.ensureTable(key, (text) => this.port.query('leader', key, text, []));
-    const id = advisoryLockId(key, this.port.options.namespace);
+    await this.ensureTable(key, (text) => this.server.query('leader', key, text, []));
+    const id = advisoryLockId(key, this.server.options.namespace);
     const { classid, objid } = advisoryLockParts(id);
-    const [row] = await this.port.query<{ id: string }>('leader', key, this.sql.leader, [id.toString(), classid, objid]);
+    const [row] = await this.server.query<{ id: string }>('leader', key, this.sql.leader, [id.toString(), classid, objid]);
     return row?.id;
   }
 
   /** The current leader's id and term, read as leader() reads it. */
   async leaderInfo(key: string): Promise<{ id: string; term: number } | undefined> {
-    await this.ensureTable(key, (text) => this.port.query('leader', key, text, []));
-    const id = advisoryLockId(key, this.port.options.namespace);
+    await this.ensureTable(key, (text) => this.server.query('leader', key, text, []));
+    const id = advisoryLockId(key, this.server.options.namespace);
     const { classid, objid } = advisoryLockParts(id);
-    const [row] = await this.port.query<{ id: string; term: string }>('leader', key, this.sql.leaderInfo, [id.toString(), classid, objid]);
+    const [row] = await this.server.query<{ id: string; term: string }>('leader', key, this.sql.leaderInfo, [
+      id.toString(),
+      classid,
+      objid,
+    ]);
     return row === undefined ? undefined : { id: row.id, term: Number(row.term) };
   }
 
   /** A term lives while its session does: a ping proves it and moves the local deadline on. */
-  async renew(grant: Grant, ttlMs: number | undefined): Promise<boolean> {
+  async renew(grant: Grant, ttlMs?: number): Promise<boolean> {
     const term = this.terms.get(grant.token);
     if (term === undefined) return false;
     const sentAt = Date.now();
     try {
-      await withDeadline(term.client.query('SELECT 1'), this.port.deadlineMs);
+      await withDeadline(term.session.client.query('SELECT 1'), this.server.deadlineMs);
     } catch {
-      void endClient(term.client);
+      void term.session.lose(new Error('the connection closed'));
       return false;
     }
     if (!this.terms.has(grant.token)) return false;
     const ttl = ttlMs ?? term.request.ttlMs;
-    term.grant.validUntil = sentAt + ttl - driftMs(ttl);
+    term.grant.validUntil = leaseValidUntil(sentAt, ttl);
     return true;
+  }
+
+  /** Its session still lives (renew); a session the server ended answers false. */
+  validate(grant: Grant): Promise<boolean> {
+    return this.renew(grant).catch(falseIfEnded);
   }
 
   /** Deletes our leaders row and unlocks in one statement, then ends the term's session. */
@@ -232,19 +232,24 @@ export class AdvisoryElection {
     if (term === undefined) return false;
     this.terms.delete(grant.token);
     try {
-      const result = await withDeadline(term.client.query<{ ok: boolean }>(this.sql.release, [grant.token, term.id]), this.port.deadlineMs);
+      const result = await withDeadline(
+        term.session.client.query<{ ok: boolean }>(this.sql.release, [grant.token, term.id]),
+        this.server.deadlineMs,
+      );
       return result.rows[0]?.ok === true;
     } catch {
       // Ending the session below lets the lock go in any case.
       return false;
     } finally {
-      await endClient(term.client);
+      this.open.delete(term.session);
+      await term.session.end();
     }
   }
 
+  /** Ends every campaign's and term's session; a term still held is reported lost. */
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.open].map((client) => endClient(client)));
+    await Promise.all([...this.open].map((session) => session.lose(new Error('the connection closed'))));
   }
 
   /** One campaign statement: the counter drawn after the grant, or undefined when not granted. */
@@ -267,6 +272,6 @@ export class AdvisoryElection {
   }
 
   private unavailable(action: string, key: string, cause: unknown): BackendUnavailableError {
-    return new BackendUnavailableError(action, { key, backend: this.port.name, cause });
+    return new BackendUnavailableError(action, { key, backend: this.server.name, cause });
   }
 }

@@ -1,10 +1,11 @@
-import { BackendUnavailableError, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
-import pg from 'pg';
-import { clientConfig, endClient } from '../connect.js';
-import { fenceOf, type FenceNames } from '../fence.js';
-import { advisoryLockId } from '../key-hash.js';
-import type { ResolvedPostgresOptions } from '../options.js';
-import { localTokens } from '../token.js';
+import { BackendUnavailableError, closedError, onAbort, type AcquireRequest, type Grant } from '@deadbolt/core/adapter';
+import type pg from 'pg';
+import { clientConfig } from '../../connect.js';
+import { DedicatedSession } from '../../dedicated-session.js';
+import { fenceOf } from '../../fence.js';
+import { advisoryLockId } from '../../key-hash.js';
+import { localTokens } from '../../token.js';
+import type { AdvisoryServer } from './server.js';
 
 /**
  * Read-write locks in advisory mode: `pg_advisory_lock_shared` (read) and `pg_advisory_lock` (write)
@@ -23,11 +24,9 @@ import { localTokens } from '../token.js';
  */
 type Mode = 'read' | 'write' | 'permit';
 
-export interface Connection {
-  readonly client: pg.Client;
-  epoch: number;
-  readonly holds: Set<string>;
-  ended: boolean;
+/** A session of its own for one hold (two, for a downgrade: see above), with the tokens it holds. */
+export class Connection extends DedicatedSession {
+  readonly holds = new Set<string>();
 }
 
 interface Hold {
@@ -36,17 +35,8 @@ interface Hold {
   readonly request: AcquireRequest;
   readonly connection: Connection;
   grant: Grant | undefined;
-  /** The statement that lets go of it, when not the plain unlock of `id` (a permit: advisory-permits.ts). */
+  /** The statement that lets go of it, when not the plain unlock of `id` (a permit: permits.ts). */
   readonly unlock?: { readonly text: string; readonly values: readonly unknown[] };
-}
-
-/** A read-write grant of this module (the mutex's grants carry no `rw`). */
-export interface ReadWriteGrant extends Grant {
-  readonly rw: Mode;
-}
-
-export function isReadWriteGrant(grant: Grant): grant is ReadWriteGrant {
-  return (grant as Partial<ReadWriteGrant>).rw !== undefined;
 }
 
 const maxTimeoutMs = 2 ** 31 - 1 - 60_000;
@@ -60,15 +50,14 @@ export class AdvisoryReadWrite {
   private readonly idle: Connection[] = [];
   protected closed = false;
 
-  constructor(
-    protected readonly options: ResolvedPostgresOptions,
-    protected readonly names: FenceNames,
-    private readonly prepare: (client: pg.Client) => Promise<number>,
-    protected readonly backendName: string,
-  ) {}
+  constructor(protected readonly server: AdvisoryServer) {}
+
+  protected get backendName(): string {
+    return this.server.name;
+  }
 
   /** One attempt (`wait` false) or a wait in the server's queue until `deadline`; undefined when not granted. */
-  async acquire(
+  async take(
     request: AcquireRequest,
     mode: Mode,
     downgradeOf: Grant | undefined,
@@ -76,22 +65,18 @@ export class AdvisoryReadWrite {
     deadline: number,
     signal: AbortSignal | undefined,
   ): Promise<Grant | undefined> {
-    if (this.closed)
-      throw new BackendUnavailableError('acquire', {
-        key: request.key,
-        backend: this.backendName,
-        cause: new Error('the backend is closed'),
-      });
-    const id = advisoryLockId(request.key, this.options.namespace).toString();
+    if (this.closed) throw closedError('acquire', request.key, this.backendName);
+    const { options, names } = this.server;
+    const id = advisoryLockId(request.key, options.namespace).toString();
     const writer = downgradeOf === undefined ? undefined : this.holds.get(downgradeOf.token);
     const connection = writer && !writer.connection.ended ? writer.connection : await this.connect(request.key);
     const fn = mode === 'read' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock';
-    let onAbort: (() => void) | undefined;
+    let detach: (() => void) | undefined;
     try {
       let counter: string | null | undefined;
       if (!wait && !writer) {
         const result = await connection.client.query<{ counter: string | null }>(
-          `SELECT CASE WHEN ${fn.replace('pg_advisory_lock', 'pg_try_advisory_lock')}($1::bigint) THEN nextval('${this.names.sequence}')::text END AS counter`,
+          `SELECT CASE WHEN ${fn.replace('pg_advisory_lock', 'pg_try_advisory_lock')}($1::bigint) THEN nextval('${names.sequence}')::text END AS counter`,
           [id],
         );
         counter = result.rows[0]?.counter;
@@ -101,17 +86,17 @@ export class AdvisoryReadWrite {
         // lock conflicting with a waiter is put ahead of that waiter (ProcSleep) and, as a session
         // never conflicts with itself, granted. It is never cancelled by ending the session, which
         // would end the write hold too; lock_timeout bounds it.
-        if (!writer) {
+        if (!writer && signal !== undefined) {
           // A cancel is the session's end: the server drops the queued request with it.
-          onAbort = () => void endClient(connection.client, 100);
-          signal?.addEventListener('abort', onAbort, { once: true });
-          if (signal?.aborted) onAbort();
+          const cancel = (): void => void connection.end(100);
+          if (signal.aborted) cancel();
+          else detach = onAbort(signal, cancel);
         }
-        const waitMs = writer ? this.options.statementTimeoutMs : Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
+        const waitMs = writer ? options.statementTimeoutMs : Math.min(maxTimeoutMs, Math.max(1, deadline - Date.now()));
         // Integers we computed (no user text): safe to inline, as SET takes no parameters.
         const results = (await connection.client.query(
-          `SET LOCAL statement_timeout = ${waitMs + this.options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
-           WITH granted AS (SELECT ${fn}(${id}::bigint)) SELECT nextval('${this.names.sequence}')::text AS counter FROM granted`,
+          `SET LOCAL statement_timeout = ${waitMs + options.statementTimeoutMs}; SET LOCAL lock_timeout = ${waitMs};
+           WITH granted AS (SELECT ${fn}(${id}::bigint)) SELECT nextval('${names.sequence}')::text AS counter FROM granted`,
         )) as unknown as pg.QueryResult<{ counter: string }>[];
         counter = results[2]?.rows[0]?.counter;
       }
@@ -130,7 +115,7 @@ export class AdvisoryReadWrite {
       if ((error as { code?: unknown } | null)?.code === '55P03' || signal?.aborted) return undefined;
       throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: error });
     } finally {
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
+      detach?.();
     }
   }
 
@@ -144,12 +129,11 @@ export class AdvisoryReadWrite {
     unlock?: Hold['unlock'],
   ): Grant {
     const fence = fenceOf(connection.epoch, counter);
-    const grant: ReadWriteGrant = {
+    const grant: Grant = {
       key: request.key,
       owner: request.owner,
       token: this.nextToken(),
       ...(fence === undefined ? {} : { fence }),
-      rw: mode,
     };
     this.holds.set(grant.token, { id, mode, request, connection, grant, ...(unlock === undefined ? {} : { unlock }) });
     connection.holds.add(grant.token);
@@ -187,7 +171,7 @@ export class AdvisoryReadWrite {
       return ok;
     } catch (error) {
       // Unknown outcome: end the session, which certainly lets go (its other hold is reported lost).
-      void endClient(connection.client);
+      void connection.lose(new Error('the connection closed'));
       throw new BackendUnavailableError('release', { key: grant.key, backend: this.backendName, cause: error });
     }
   }
@@ -196,34 +180,25 @@ export class AdvisoryReadWrite {
     this.closed = true;
     const connections = new Set([...this.holds.values()].map((hold) => hold.connection).concat(this.idle.splice(0)));
     this.holds.clear();
-    await Promise.all([...connections].map((connection) => endClient(connection.client)));
+    await Promise.all([...connections].map((connection) => connection.end()));
   }
 
   protected async connect(key: string): Promise<Connection> {
     for (let reused = this.idle.pop(); reused !== undefined; reused = this.idle.pop()) {
       if (!reused.ended) return reused;
     }
-    const client = new pg.Client(clientConfig(this.options));
-    const connection: Connection = { client, epoch: 0, holds: new Set(), ended: false };
-    const ended = (cause: Error): void => {
-      if (connection.ended) return;
-      connection.ended = true;
+    const connection: Connection = new Connection(clientConfig(this.server.options), (cause) => {
       for (const token of [...connection.holds]) {
         const hold = this.holds.get(token);
         this.holds.delete(token);
         if (hold?.grant) hold.request.onLost(hold.grant, new Error(`the session holding "${hold.request.key}" ended: ${cause.message}`));
       }
       connection.holds.clear();
-    };
-    client.on('error', (error: Error) => ended(error));
-    client.on('end', () => ended(new Error('the connection closed')));
+    });
     try {
-      await client.connect();
-      connection.epoch = await this.prepare(client);
+      await connection.open({}, (client: pg.Client) => this.server.prepare(client));
       return connection;
     } catch (error) {
-      connection.ended = true;
-      void endClient(client);
       throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: error });
     }
   }
@@ -238,7 +213,6 @@ export class AdvisoryReadWrite {
   /** Ends a session that holds nothing: the way out after an error or an abort, when its state is unknown. */
   protected dropIfIdle(connection: Connection): void {
     if (connection.holds.size > 0 || connection.ended) return;
-    connection.ended = true;
-    void endClient(connection.client);
+    void connection.end();
   }
 }

@@ -1,5 +1,5 @@
-import type { FenceNames } from '../fence.js';
-import { createOnce } from '../kinds-sql.js';
+import type { FenceNames } from '../../fence.js';
+import { createOnce } from '../../ddl.js';
 
 /** The NOTICE the wait function raises when the lock is busy, just before it joins the server's queue. */
 export const queuedNotice = 'deadbolt: queued';
