@@ -1,4 +1,5 @@
-import type { Capabilities, LockKind } from './backend.js';
+import type { Capabilities } from './contract/capabilities.js';
+import type { LockKind } from './contract/requests.js';
 import { InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import { maxDurationMs } from './validation.js';
 
