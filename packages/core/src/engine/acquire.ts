@@ -66,7 +66,7 @@ export abstract class Acquiring extends Holding {
 
   plan(backend: LockBackend, key: string, options: AcquireOptions | undefined, mayWait: boolean, kind?: LockKind): AcquirePlan {
     const drivers = backend === this.loaded ? this.drivers! : driversOf(backend);
-    if (kind) checkKindSupported(kind, backend.capabilities, backend.name, key);
+    if (kind) checkKindSupported(kind, backend, key);
     const prefix = this.configuredPrefix ?? backend.defaultPrefix ?? '';
     const ttlMs = options?.ttlMs ?? this.defaults.ttlMs;
     const flow = options?.owner === undefined ? currentFlow() : undefined;
@@ -88,7 +88,7 @@ export abstract class Acquiring extends Holding {
       driver: kind === undefined ? drivers.mutex : (drivers.kinds ?? drivers.mutex),
     };
     validateAgainstCapabilities(plan.fullKey, key, ttlMs, backend.capabilities, backend.name);
-    checkLockDelaySupported(plan.lockDelayMs, backend.capabilities, backend.name, key, kind);
+    checkLockDelaySupported(plan.lockDelayMs, backend, key, kind);
     return plan;
   }
 

@@ -2,7 +2,8 @@ import type { LockBackend } from '../contract/backend.js';
 import type { HoldKeeper } from '../contract/drivers.js';
 import { driversOf } from '../contract/legacy.js';
 import type { Grant } from '../contract/requests.js';
-import { LockLostError, LockReleasedError, UnsupportedOperationError } from '../errors.js';
+import { LockLostError, LockReleasedError } from '../errors.js';
+import { refusal } from '../refusal.js';
 import { ForcedReleaseError } from '../forced-release-error.js';
 import { instruments, traced, tracingOn } from '../telemetry.js';
 import { EngineCore } from './engine-core.js';
@@ -57,10 +58,11 @@ export abstract class Holding extends EngineCore implements HandleOwner {
     }
     for (const keeper of byKeeper.keys()) {
       if (keeper.validate === undefined) {
-        throw new UnsupportedOperationError(
+        throw refusal(
           'validate',
-          `backend ${backend.name} cannot ask the server whether a grant still holds (it implements no validate); check lock.held, and fence the resource`,
-          { key: label, backend: backend.name },
+          'this backend cannot ask the server whether a grant still holds (its driver implements no validate); check lock.held, and fence the resource',
+          backend,
+          label,
         );
       }
     }

@@ -6,7 +6,8 @@ import { candidacyBackoff, isTransient } from './candidacy-retry.js';
 import type { ElectionDriver } from '../contract/drivers.js';
 import { driversOf } from '../contract/legacy.js';
 import type { CampaignRequest, TermGrant } from '../contract/requests.js';
-import { DeadboltError, InvalidArgumentError, UnsupportedOperationError } from '../errors.js';
+import { DeadboltError, InvalidArgumentError } from '../errors.js';
+import { refusal } from '../refusal.js';
 import type { Engine } from '../engine/engine.js';
 import { observeLeader, leaderReader, validateObserveOptions } from './observe-leader.js';
 import type { LeaderChange, ObserveOptions } from '../api/operations.js';
@@ -191,10 +192,12 @@ export class DeadboltElection implements Election {
     const backend = await this.engine.backendLoading;
     const election = driversOf(backend).election;
     if (backend.capabilities.election === true && election !== undefined) return { backend, election };
-    throw new UnsupportedOperationError(
+    throw refusal(
       'leader election',
-      `backend ${backend.name} cannot give a leader a strictly increasing term that the server enforces (capabilities.election is false); elections run on memory, zookeeper, redis (mode=setnx or fair) and postgres (mode=lease or advisory)`,
-      { key: this.name, backend: backend.name },
+      'this backend cannot give a leader a strictly increasing term that the server enforces (capabilities.election is not true)',
+      backend,
+      this.name,
+      'election',
     );
   }
 }

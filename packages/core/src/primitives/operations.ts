@@ -1,5 +1,6 @@
 import type { LockBackend } from '../contract/backend.js';
-import { InvalidArgumentError, UnsupportedOperationError } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
+import { refusal } from '../refusal.js';
 import type { OperationsDriver } from '../contract/drivers.js';
 import { driversOf } from '../contract/legacy.js';
 import type { ListOptions, LockInspection } from '../api/operations.js';
@@ -10,13 +11,12 @@ import { describeValue, validateKey } from '../validation.js';
 function operationsOf(backend: LockBackend, operation: string, key: string | undefined): OperationsDriver {
   const operations = driversOf(backend).operations;
   if (operations !== undefined) return operations;
-  throw new UnsupportedOperationError(
+  throw refusal(
     operation,
-    `the ${backend.name} backend cannot read or take back holds (it implements no operator methods); the README's "Operating Deadbolt" section lists the backends that can`,
-    {
-      key,
-      backend: backend.name,
-    },
+    'this backend cannot read or take back holds (capabilities.operations is not true: it offers no operations driver)',
+    backend,
+    key,
+    'operations',
   );
 }
 

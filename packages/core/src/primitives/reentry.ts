@@ -1,6 +1,7 @@
-import type { Capabilities } from '../contract/capabilities.js';
+import type { LockBackend } from '../contract/backend.js';
 import type { LockKind } from '../contract/requests.js';
-import { LockUpgradeError, UnsupportedOperationError } from '../errors.js';
+import { LockUpgradeError } from '../errors.js';
+import { refusal } from '../refusal.js';
 import { leaseId, type Lease } from '../engine/lease.js';
 
 /**
@@ -9,21 +10,17 @@ import { leaseId, type Lease } from '../engine/lease.js';
  * loss and events are the mutex's own (engine/); backends only see `AcquireRequest.kind`.
  */
 
-/** The backends Deadbolt ships, by what they can hold: named in UnsupportedOperationError. */
-const backendsWith: Readonly<Record<'readWrite' | 'semaphore', string>> = {
-  readWrite: 'memory, zookeeper, postgres (?mode=advisory or lease), redis (?mode=fair)',
-  semaphore: 'memory, zookeeper, postgres (?mode=advisory or lease), memcached, redis (?mode=fair)',
-};
-
 /** The capability a kind needs; rejects before any I/O when the backend lacks it. */
-export function checkKindSupported(kind: LockKind, capabilities: Capabilities, backend: string, key: string): void {
+export function checkKindSupported(kind: LockKind, backend: LockBackend, key: string): void {
   const needed = kind.type === 'permit' ? 'semaphore' : 'readWrite';
-  if (capabilities[needed] === true) return;
+  if (backend.capabilities[needed] === true) return;
   const what = needed === 'semaphore' ? 'semaphores' : 'read-write locks';
-  throw new UnsupportedOperationError(
+  throw refusal(
     needed === 'semaphore' ? 'semaphore' : 'readWriteLock',
-    `this backend offers no ${what} (capabilities.${needed} is not true); the backends that do: ${backendsWith[needed]}`,
-    { key, backend },
+    `this backend offers no ${what} (capabilities.${needed} is not true)`,
+    backend,
+    key,
+    needed,
   );
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, AttemptResult, Grant } from '../../contract/requests.js';
 import type { LockBackend } from '../../contract/backend.js';
-import { LockLostError, UnsupportedOperationError } from '../../errors.js';
+import { LockLostError } from '../../errors.js';
+import { refusal } from '../../refusal.js';
 import type { Engine } from '../../engine/engine.js';
 import type { RunsDriver } from '../../contract/drivers.js';
 import { driversOf } from '../../contract/legacy.js';
@@ -88,10 +89,11 @@ export async function lastRun(engine: Engine, name: string): Promise<LastRun | n
 function runsOf(backend: LockBackend, name: string): RunsDriver {
   const runs = driversOf(backend).runs;
   if (runs === undefined || (backend.capabilities.lease === 'session' && typeof runs.claimRun !== 'function')) {
-    throw new UnsupportedOperationError('runOnce', `the ${backend.name} backend keeps no run records on its server`, {
-      key: name,
-      backend: backend.name,
-    });
+    const missing =
+      runs === undefined
+        ? 'this backend keeps no run records on its server (it offers no runs driver)'
+        : "this backend's locks live and die with a session (capabilities.lease is 'session') and it offers no claim of its own on the server's clock (runs.claimRun)";
+    throw refusal('runOnce', missing, backend, name, runs === undefined ? undefined : 'lease');
   }
   return runs;
 }
