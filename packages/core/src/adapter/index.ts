@@ -1,6 +1,7 @@
 /**
  * `@deadbolt/core/adapter`: everything an adapter author needs and a user does not. The contract a
- * backend implements, the scheme registry, and the shared adapter kit (the call guard, the keyed waiter set, safe inspection, URL parsing),
+ * backend implements, the scheme registry, and the shared adapter kit (the call guard, the keyed waiter set, safe inspection, URL parsing,
+ * the client side of a server-granted FIFO queue, the lease bound),
  * so that every adapter maps errors, bounds calls and reads URLs the same way.
  */
 import '../index.js';
@@ -87,4 +88,16 @@ export {
   type BackendUrlParts,
   type HostAddress,
 } from './url-options.js';
-export { endpointOf, explainConnectionError, type ConnectionContext } from './connection-errors.js';
+export {
+  builtInDialectClassifier,
+  endpointOf,
+  explainConnectionError,
+  type ConnectionContext,
+  type ConnectionErrorClass,
+  type ConnectionErrorClassifier,
+} from './connection-errors.js';
+export { closedError } from './closed-error.js';
+export { leaseValidUntil } from './lease-bounds.js';
+export { JitteredTicker } from './jittered-ticker.js';
+export { ServerQueue } from './server-queue.js';
+export type { GrantSink, HeartbeatAnswer, QueueAnswer, QueuedToken, ServerQueuePort } from './server-queue-port.js';
