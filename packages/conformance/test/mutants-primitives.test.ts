@@ -1,5 +1,5 @@
 // Test-only broken read-write locks and semaphores: each new suite case must fail on one of them.
-import { createLockClient, type LockClient } from '@deadbolt/core';
+import { createLockClient, UnsupportedOperationError, type LockClient } from '@deadbolt/core';
 import {
   MemoryBackend,
   memoryCapabilities,
@@ -247,6 +247,26 @@ describe('the read-write and semaphore cases catch broken backends', () => {
       });
     };
     await expectCaught('an upgrade that is not refused', upgradeRefused, create);
+  });
+
+  it(`a refusal that lists backends instead of naming the capability it lacks fails "${unsupportedPrimitive.title}"`, async () => {
+    // The mutant is a client whose refusal reads as core's used to: "the backends that do: ...".
+    const create = (prefix: string): LockClient => {
+      const inner = createLockClient({ url: 'memory://mutant-unnamed-capability', prefix });
+      const refuse = (): Promise<never> =>
+        Promise.reject(new UnsupportedOperationError('readWriteLock', 'the backends that do: memory, zookeeper, redis (?mode=fair)'));
+      const side = (key: string) => ({ key, acquire: refuse, tryAcquire: refuse, withLock: refuse });
+      return new Proxy(inner, {
+        get(target, property, receiver) {
+          if (property !== 'readWriteLock') return Reflect.get(target, property, receiver) as unknown;
+          return (key: string) => ({ key, read: side(key), write: side(key) });
+        },
+      });
+    };
+    await expectCaught('a refusal that names no capability', unsupportedPrimitive, create, undefined, {
+      ...memoryCapabilities,
+      readWrite: false,
+    });
   });
 
   it(`a backend that has read-write locks but says it has not fails "${unsupportedPrimitive.title}"`, async () => {

@@ -1,7 +1,8 @@
-import type { LockBackend } from './backend.js';
+import type { LockBackend } from './contract/backend.js';
 import { InvalidArgumentError } from './errors.js';
 import { findBackendFactory, knownBackendPackages, registeredSchemes } from './registry.js';
-import type { LockClientConfig, LockClientOptions, LockDefaults } from './types.js';
+import type { LockClientConfig, LockClientOptions } from './api/client.js';
+import type { LockDefaults } from './api/lock.js';
 import { takeLockDelayParameter } from './lock-delay.js';
 import { parseBackendUrl, redactUrl } from './url.js';
 import { maxDurationMs, unsafeText, validateAcquireOptions } from './validation.js';

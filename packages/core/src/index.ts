@@ -5,7 +5,7 @@
 import { DeadboltClient } from './client.js';
 import { memoryBackendFactory } from './memory/backend.js';
 import { registerBackend } from './registry.js';
-import type { LockClient, LockClientConfig } from './types.js';
+import type { LockClient, LockClientConfig } from './api/client.js';
 
 registerBackend('memory', memoryBackendFactory);
 
@@ -20,7 +20,8 @@ export function createLockClient<Url extends string = string, Name extends strin
   return new DeadboltClient(config as LockClientConfig);
 }
 
-export type { Capabilities, LockBackend } from './backend.js';
+export type { Capabilities } from './contract/capabilities.js';
+export type { LockBackend } from './contract/backend.js';
 export {
   BackendConfigurationError,
   BackendUnavailableError,
@@ -34,25 +35,23 @@ export {
   UnsupportedOperationError,
   type ErrorContext,
 } from './errors.js';
-export type {
-  AcquireOptions,
-  BackendOptionsByScheme,
-  BackendOptionsFor,
-  Lock,
-  LockClient,
-  LockClientConfig,
-  LockClientOptions,
-  LockDefaults,
-  LockEvents,
-  SchemeOf,
-} from './types.js';
+export type { AcquireOptions, Lock, LockDefaults, LockEvents } from './api/lock.js';
+export type { BackendOptionsByScheme, BackendOptionsFor, LockClient, LockClientConfig, LockClientOptions, SchemeOf } from './api/client.js';
 export { createMemoryBackend } from './memory/backend.js';
-export type { ElectOptions, Election, MultiLock, Term } from './types-multi.js';
 export { ForcedReleaseError } from './forced-release-error.js';
-export type { ForcedEvent, LeaderChange, ListOptions, LockHolder, LockInspection, ObserveOptions } from './operations-types.js';
-export type { Acquirable, ReadWriteLock, Semaphore, SemaphoreOptions } from './kinds.js';
-export type { LastRun, RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from './run-once/types.js';
-export { maxPermits } from './semaphore.js';
+export type { ForcedEvent, LeaderChange, ListOptions, LockHolder, LockInspection, ObserveOptions } from './api/operations.js';
+export type {
+  Acquirable,
+  ElectOptions,
+  Election,
+  MultiLock,
+  ReadWriteLock,
+  Semaphore,
+  SemaphoreOptions,
+  Term,
+} from './api/primitives.js';
+export type { LastRun, RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from './api/run-once.js';
+export { maxPermits } from './primitives/semaphore.js';
 export { defaultLockDefaults } from './config.js';
 export { inOwnerFlow } from './owner.js';
 export { lockClientToken } from './token.js';

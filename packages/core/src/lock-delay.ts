@@ -1,5 +1,8 @@
-import type { Capabilities, LockKind } from './backend.js';
+import type { LockBackend } from './contract/backend.js';
+import type { Capabilities } from './contract/capabilities.js';
+import type { LockKind } from './contract/requests.js';
 import { InvalidArgumentError, UnsupportedOperationError } from './errors.js';
+import { refusal } from './refusal.js';
 import { maxDurationMs } from './validation.js';
 
 /**
@@ -9,30 +12,23 @@ import { maxDurationMs } from './validation.js';
  * successor starts. A clean release never delays. Core checks that the backend can enforce it.
  */
 
-/** The backends Deadbolt ships that enforce it: named in UnsupportedOperationError. */
-const backendsWithLockDelay = 'memory, redis (?mode=setnx or hash-reentrant), memcached, postgres (?mode=lease)';
-
 /** Refuses, before any I/O, a lock-delay the backend cannot enforce, and any on a read, write or permit hold. */
-export function checkLockDelaySupported(
-  lockDelayMs: number,
-  capabilities: Capabilities,
-  backend: string,
-  key: string,
-  kind: LockKind | undefined,
-): void {
+export function checkLockDelaySupported(lockDelayMs: number, backend: LockBackend, key: string, kind: LockKind | undefined): void {
   if (lockDelayMs === 0) return;
   if (kind !== undefined) {
     throw new UnsupportedOperationError(
       'lockDelayMs',
       `lock-delay applies to the exclusive lock only, not to ${kind.type} holds; acquire with lockDelayMs: 0`,
-      { key, backend },
+      { key, backend: backend.name },
     );
   }
-  if (capabilities.lockDelay === true) return;
-  throw new UnsupportedOperationError(
+  if (backend.capabilities.lockDelay === true) return;
+  throw refusal(
     'lockDelayMs',
-    `this backend cannot enforce it (capabilities.lockDelay is not true: ${lackOf(capabilities)}); the backends that can: ${backendsWithLockDelay}`,
-    { key, backend },
+    `this backend cannot enforce it (capabilities.lockDelay is not true: ${lackOf(backend.capabilities)})`,
+    backend,
+    key,
+    'lockDelay',
   );
 }
 

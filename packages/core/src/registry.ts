@@ -1,4 +1,4 @@
-import type { BackendFactory } from './backend.js';
+import type { BackendFactory } from './contract/backend.js';
 
 /**
  * Backend factories by URL scheme: a plain Map. Dependency injection is the application's choice,

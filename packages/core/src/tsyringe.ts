@@ -1,6 +1,6 @@
 import { createLockClient } from './index.js';
 import { lockClientToken } from './token.js';
-import type { LockClient, LockClientConfig } from './types.js';
+import type { LockClient, LockClientConfig } from './api/client.js';
 
 /**
  * The part of a tsyringe `DependencyContainer` this needs, structurally: any tsyringe 4.x container

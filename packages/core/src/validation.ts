@@ -1,6 +1,6 @@
-import type { Capabilities } from './backend.js';
+import type { Capabilities } from './contract/capabilities.js';
 import { InvalidArgumentError } from './errors.js';
-import type { AcquireOptions } from './types.js';
+import type { AcquireOptions } from './api/lock.js';
 
 /** setTimeout's ceiling: a longer ttl or wait would silently fire at once. */
 export const maxDurationMs = 2 ** 31 - 1;

@@ -6,36 +6,43 @@
  */
 import '../index.js';
 
+export type { Capabilities } from '../contract/capabilities.js';
 export type {
   AcquireRequest,
   AttemptResult,
-  BackendConfig,
-  BackendFactory,
-  Capabilities,
+  BackendInspection,
+  CampaignRequest,
   Grant,
-  LockBackend,
   LockKind,
-} from '../backend.js';
-export type {
-  BackendDrivers,
-  ElectionDriver,
-  HoldDriver,
-  KindsDriver,
-  MultiDriver,
-  OperationsDriver,
-  RunsDriver,
+  MultiAttemptResult,
+  TermGrant,
+} from '../contract/requests.js';
+export type { BackendConfig, BackendFactory, LockBackend } from '../contract/backend.js';
+export {
+  forcedMarkerMs,
+  type BackendDrivers,
+  type ElectionDriver,
+  type HoldDriver,
+  type HoldKeeper,
+  type KindsDriver,
+  type MultiDriver,
+  type OperationsDriver,
+  type RunsDriver,
 } from '../contract/drivers.js';
-export { defaultKeyOrder, type MultiAttemptResult } from '../multi-backend.js';
-export { forcedMarkerMs, type BackendInspection } from '../operations-backend.js';
+export { defaultKeyOrder } from '../contract/key-order.js';
 export { ForcedReleaseError } from '../forced-release-error.js';
-export type { CampaignRequest, TermGrant } from '../election-backend.js';
 // Deprecated: the old style of the contract, where every primitive's methods sit on the backend
 // object. Core no longer reads them (it reads the drivers, contract/drivers.ts); they stay
 // exported until every adapter offers drivers, then go with contract/legacy.ts.
-export type { MultiLockBackend } from '../multi-backend.js';
-export { isOperationsBackend, type OperationsBackend } from '../operations-backend.js';
-export { isElectionBackend, type ElectionBackend } from '../election-backend.js';
-export { storesRuns, type RunOnceBackend } from '../run-once/contract.js';
+export {
+  isElectionBackend,
+  isOperationsBackend,
+  storesRuns,
+  type ElectionBackend,
+  type MultiLockBackend,
+  type OperationsBackend,
+  type RunOnceBackend,
+} from '../contract/old-style.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
 export { guardCall, type GuardedCall } from './call-guard.js';

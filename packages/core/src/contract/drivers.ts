@@ -1,7 +1,12 @@
-import type { AcquireRequest, AttemptResult, Grant } from '../backend.js';
-import type { CampaignRequest, TermGrant } from '../election-backend.js';
-import type { MultiAttemptResult } from '../multi-backend.js';
-import type { BackendInspection } from '../operations-backend.js';
+import type {
+  AcquireRequest,
+  AttemptResult,
+  BackendInspection,
+  CampaignRequest,
+  Grant,
+  MultiAttemptResult,
+  TermGrant,
+} from './requests.js';
 
 /**
  * Contract v2: a backend is a set of drivers, one per primitive, and every hold goes back to the
@@ -119,3 +124,6 @@ export interface BackendDrivers {
   readonly operations?: OperationsDriver;
   readonly runs?: RunsDriver;
 }
+
+/** How long a forceRelease marker stays: longer than any renewal interval a holder may have (ttl/3). */
+export const forcedMarkerMs = 10 * 60_000;

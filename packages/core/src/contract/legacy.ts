@@ -1,4 +1,4 @@
-import type { LockBackend } from '../backend.js';
+import type { LockBackend } from './backend.js';
 import type { ElectionDriver, HoldDriver, MultiDriver, OperationsDriver, RunsDriver } from './drivers.js';
 
 /**

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, AttemptResult, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
+import type { AcquireRequest, AttemptResult, Grant } from '../contract/requests.js';
+import type { BackendFactory, LockBackend } from '../contract/backend.js';
+import type { Capabilities } from '../contract/capabilities.js';
 import type { ElectionDriver, KindsDriver, MultiDriver, OperationsDriver, RunsDriver } from '../contract/drivers.js';
-import type { CampaignRequest, TermGrant } from '../election-backend.js';
+import type { CampaignRequest, TermGrant } from '../contract/requests.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { MultiAttemptResult } from '../multi-backend.js';
-import type { BackendInspection } from '../operations-backend.js';
+import type { MultiAttemptResult } from '../contract/requests.js';
+import type { BackendInspection } from '../contract/requests.js';
 import { memoryDrivers, type MemoryDrivers } from './drivers.js';
 import { MemoryKinds } from './kinds-driver.js';
 import { forceReleaseMemory, inspectMemory, listMemoryKeys } from './operations.js';

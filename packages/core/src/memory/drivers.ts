@@ -1,5 +1,13 @@
-import type { ElectionDriver, MultiDriver, OperationsDriver, RunsDriver } from '../contract/drivers.js';
-import type { MemoryBackend } from './backend.js';
+import type { ElectionDriver, HoldDriver, MultiDriver, OperationsDriver, RunsDriver } from '../contract/drivers.js';
+
+/**
+ * The backend's methods the views call, each read as possibly absent: a subclass may remove one,
+ * or add one memory has not (orderKeys, acquireMany, claimRun, shortenRun).
+ */
+type MemoryMethods = Pick<HoldDriver, 'renew' | 'release'> &
+  Required<Pick<HoldDriver, 'validate'>> &
+  Partial<MultiDriver & ElectionDriver & RunsDriver> &
+  Pick<OperationsDriver, 'inspect' | 'forceRelease' | 'listKeys'>;
 
 /** The memory backend's drivers beside its mutex and kinds. */
 export interface MemoryDrivers {
@@ -15,14 +23,8 @@ export interface MemoryDrivers {
  * tests' and the conformance suite's broken backends) changes the driver with it. A term and a
  * multi-lock's grants are memory mutex entries, so the backend's renew, validate and release keep them.
  */
-export function memoryDrivers(backend: MemoryBackend): MemoryDrivers {
-  // Read as possibly absent: a subclass may remove a method, or add one memory has not (orderKeys, acquireMany, claimRun, shortenRun).
-  const b = backend as MemoryBackend & {
-    orderKeys?(fullKeys: readonly string[]): readonly string[];
-    acquireMany?: MultiDriver['acquireMany'];
-    claimRun?: RunsDriver['claimRun'];
-    shortenRun?: RunsDriver['shortenRun'];
-  };
+export function memoryDrivers(backend: MemoryMethods): MemoryDrivers {
+  const b = backend;
   const multi: MultiDriver | undefined =
     typeof b.tryAcquireMany === 'function' || typeof b.orderKeys === 'function' || typeof b.acquireMany === 'function'
       ? {
@@ -30,15 +32,15 @@ export function memoryDrivers(backend: MemoryBackend): MemoryDrivers {
             ? { acquireMany: (requests, deadline, signal) => b.acquireMany!(requests, deadline, signal) }
             : {}),
           ...(typeof b.orderKeys === 'function' ? { orderKeys: (keys) => b.orderKeys!(keys) } : {}),
-          ...(typeof b.tryAcquireMany === 'function' ? { tryAcquireMany: (requests) => b.tryAcquireMany(requests) } : {}),
+          ...(typeof b.tryAcquireMany === 'function' ? { tryAcquireMany: (requests) => b.tryAcquireMany!(requests) } : {}),
         }
       : undefined;
   const election: ElectionDriver | undefined =
-    typeof b.campaign === 'function'
+    typeof b.campaign === 'function' && typeof b.leader === 'function'
       ? {
-          campaign: (request, deadline, signal) => b.campaign(request, deadline, signal),
-          leader: (key) => b.leader(key),
-          leaderInfo: (key) => b.leaderInfo(key),
+          campaign: (request, deadline, signal) => b.campaign!(request, deadline, signal),
+          leader: (key) => b.leader!(key),
+          ...(typeof b.leaderInfo === 'function' ? { leaderInfo: (key: string) => b.leaderInfo!(key) } : {}),
           renew: (grant, ttlMs) => b.renew(grant, ttlMs),
           release: (grant) => b.release(grant),
           validate: (grant) => b.validate(grant),
@@ -54,8 +56,8 @@ export function memoryDrivers(backend: MemoryBackend): MemoryDrivers {
       ? {
           ...(typeof b.claimRun === 'function' ? { claimRun: (request) => b.claimRun!(request) } : {}),
           ...(typeof b.shortenRun === 'function' ? { shortenRun: (grant, keepMs) => b.shortenRun!(grant, keepMs) } : {}),
-          saveRun: (key, runId, record, replaces) => b.saveRun(key, runId, record, replaces),
-          loadRun: (key) => b.loadRun(key),
+          saveRun: (key, runId, record, replaces) => b.saveRun!(key, runId, record, replaces),
+          loadRun: (key) => b.loadRun!(key),
         }
       : undefined;
   return { multi, election, operations, runs };

@@ -1,4 +1,4 @@
-import type { AcquireRequest, AttemptResult, Grant, LockKind } from '../backend.js';
+import type { AcquireRequest, AttemptResult, Grant, LockKind } from '../contract/requests.js';
 import type { KindsDriver } from '../contract/drivers.js';
 import type { QueuedGrant } from './queued.js';
 import type { MemoryStore } from './store.js';

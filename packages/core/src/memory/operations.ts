@@ -1,6 +1,6 @@
 import { ForcedReleaseError } from '../forced-release-error.js';
-import type { BackendInspection } from '../operations-backend.js';
-import type { LockHolder } from '../operations-types.js';
+import type { BackendInspection } from '../contract/requests.js';
+import type { LockHolder } from '../api/operations.js';
 import type { MemoryStore } from './store.js';
 
 /**

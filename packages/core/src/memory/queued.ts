@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, Grant, LockKind } from '../backend.js';
+import type { AcquireRequest, Grant, LockKind } from '../contract/requests.js';
 import { InvalidArgumentError } from '../errors.js';
 
 /**

@@ -25,7 +25,7 @@ export class MemoryStore {
   private readonly fences = new Map<string, number>();
   /** Waiters per key, woken one at a time in arrival order (see KeyedWaiters). */
   readonly waiters = new KeyedWaiters();
-  /** Run-once records by key (run-once/contract.ts): the run's id and the record's text. */
+  /** Run-once records by key (the runs driver): the run's id and the record's text. */
   readonly runs = new Map<string, { runId: string; record: string }>();
   /** Operations that reached the store: lets tests prove that bad input did no I/O. */
   operations = 0;
