@@ -240,16 +240,8 @@ export class ZooKeeperSession {
     for (const { grant, onLost } of held) onLost(grant, new LockLostError(reason, { key: grant.key, backend: this.backendName }));
   }
 
+  /** Ends the session now (closeClient resets our state before its first await) and closes the client in the background. */
   private drop(client: Client): void {
-    if (this.client === client) {
-      this.heartbeat?.stop();
-      this.readTimeout?.stop();
-      this.client = undefined;
-      this.ended.abort(new Error('the ZooKeeper session ended'));
-      this.connected = false;
-      clearTimeout(this.disconnectTimer);
-      this.disconnectTimer = undefined;
-    }
     const closing = this.closeClient(client);
     this.closing.add(closing);
     void closing.finally(() => this.closing.delete(closing));
