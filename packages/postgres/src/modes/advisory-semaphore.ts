@@ -77,20 +77,43 @@ export class AdvisoryKinds extends AdvisoryReadWrite {
         }
         if (attempt === 0) request.onContended?.();
         const remainingMs = deadline - Date.now();
-        if (!wait || remainingMs <= 0 || signal?.aborted) {
+        if (signal?.aborted) {
           this.dropIfIdle(connection); // ending the session leaves the gate too
+          return undefined;
+        }
+        if (!wait || remainingMs <= 0) {
+          await this.leaveGateEmpty(connection, gate);
           return undefined;
         }
         await new Promise((resolve) => setTimeout(resolve, Math.min(remainingMs, pollMs.max, pollMs.first * 2 ** Math.min(attempt, 5))));
       }
     } catch (error) {
+      if (error instanceof InvalidArgumentError) {
+        await this.leaveGateEmpty(connection, gate); // refused inside the gate, before any slot
+        throw error;
+      }
       this.dropIfIdle(connection); // ending the session leaves the gate too
-      if (error instanceof InvalidArgumentError) throw error;
       if ((error as { code?: unknown } | null)?.code === '55P03' || signal?.aborted) return undefined;
       throw new BackendUnavailableError('acquire', { key: request.key, backend: this.backendName, cause: error });
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * Out of the gate, holding nothing, before the caller hears the outcome: a session merely ended
+   * keeps the gate until its server process has exited, and an acquirer trying the gate meanwhile
+   * (the caller's next tryAcquire, or a release clearing the record) finds it busy. The session is
+   * clean once the unlock is confirmed, so it is kept; on any doubt it is ended.
+   */
+  private async leaveGateEmpty(connection: Connection, gate: string): Promise<void> {
+    try {
+      const left = await connection.client.query<{ ok: boolean }>('SELECT pg_advisory_unlock($1::bigint) AS ok', [gate]);
+      if (left.rows[0]?.ok === true) return this.park(connection);
+    } catch {
+      // Unknown state: ended below.
+    }
+    this.dropIfIdle(connection);
   }
 
   /** The gate: tried once (tryAcquire), or waited for in the server's queue until the deadline. */
