@@ -1,7 +1,9 @@
 import {
   BackendUnavailableError,
+  closedError,
   DeadboltError,
   endpointOf,
+  explainConnectionError,
   guardCall,
   type AcquireRequest,
   type Grant,
@@ -15,7 +17,7 @@ import { planFor, type ContenderPlan, type TurnContext } from './kinds.js';
 import { contenderAlive, createContender, deleteContender, type Contention } from './mutex-recipe.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { PendingDeletes } from './pending-deletes.js';
-import { refusedConfiguration } from './refused.js';
+import { classifyEtcdError } from './refused.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
 /** An etcd grant: `token` is our contender key, `fence` its create_revision. */
@@ -158,7 +160,7 @@ export class EtcdSite {
   /** Revokes the lease (every key we hold goes at once) and closes the channels. */
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
-    this.closing.abort(new BackendUnavailableError('close', { backend: this.name }));
+    this.closing.abort(closedError('close', undefined, this.name));
     this.pendingDeletes.close();
     try {
       await this.session.close();
@@ -169,16 +171,14 @@ export class EtcdSite {
 
   /** A single bounded call: the kit's guard with our deadline and typed errors. */
   bounded<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
-    const refused = (error: unknown): never => {
-      throw refusedConfiguration(error, key, this.endpoint) ?? error;
-    };
-    return guardCall(() => body().catch(refused), {
+    return guardCall(body, {
       action,
       key,
       backend: this.name,
       endpoint: this.endpoint,
       timeoutMs: this.options.callTimeoutMs * 2 + 500,
       signal: this.closing.signal,
+      classify: classifyEtcdError,
     });
   }
 
@@ -186,8 +186,10 @@ export class EtcdSite {
   guard<T>(action: string, key: string, body: () => Promise<T>): Promise<T> {
     return body().catch((error: unknown) => {
       if (error instanceof DeadboltError) throw error;
+      const context = { action, key, backend: this.name, endpoint: this.endpoint };
       throw (
-        refusedConfiguration(error, key, this.endpoint) ?? new BackendUnavailableError(action, { key, backend: this.name, cause: error })
+        explainConnectionError(error, context, classifyEtcdError) ??
+        new BackendUnavailableError(action, { key, backend: this.name, cause: error })
       );
     });
   }

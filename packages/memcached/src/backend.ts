@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  closedError,
   DeadlineWheel,
   endpointOf,
   guardCall,
@@ -300,6 +301,7 @@ export class MemcachedBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    // In-flight calls give up with this reason, which the guard types per call as closedError does.
     this.#closed.abort(new Error('the backend is closed'));
     this.#deadlines.stop();
     const client = this.#client;
@@ -320,6 +322,7 @@ export class MemcachedBackend implements LockBackend {
     undo?: (late: T | undefined) => Promise<unknown> | undefined,
     undoWithinMs?: number,
   ): Promise<T> {
+    if (this.#closed.signal.aborted) return Promise.reject(closedError(action, key, this.name));
     this.#corkThisTick();
     return guardCall(operation, {
       action,

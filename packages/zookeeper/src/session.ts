@@ -1,4 +1,4 @@
-import { BackendUnavailableError, DeadlineWheel, LockLostError, type Grant } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, closedError, DeadlineWheel, LockLostError, type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
 import { stampConnects } from './connect-stamp.js';
@@ -66,8 +66,7 @@ export class ZooKeeperSession {
 
   /** A connected client, or BackendUnavailableError after connectTimeoutMs (or at `deadline`). */
   async ready(deadline: number, key?: string): Promise<Client> {
-    if (this.closed)
-      throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error('the backend is closed') });
+    if (this.closed) throw closedError('connect', key, this.backendName);
     const client = this.client ?? this.open();
     if (this.connected) return client;
     const until = Math.min(deadline, Date.now() + this.options.connectTimeoutMs);
