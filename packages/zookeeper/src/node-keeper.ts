@@ -1,7 +1,7 @@
 import type { Grant } from '@deadbolt/core/adapter';
 import { checkAll } from './check-all.js';
 import { isNoNode, remove, stat } from './operations.js';
-import { tidyAfterRelease, type ZooKeeperSite } from './site.js';
+import type { ZooKeeperSite } from './site.js';
 import { nodeIsGrant } from './validate.js';
 
 /**
@@ -66,7 +66,7 @@ export class NodeKeeper {
           throw error;
         }
       }
-      const sweep = tidyAfterRelease(grant);
+      const sweep = site.tidyAfterRelease(grant);
       if (sweep !== undefined) await sweep;
       return deleted;
     });

@@ -151,6 +151,15 @@ export class ZooKeeperSite {
     return grant;
   }
 
+  /**
+   * The sweep a released grant schedules: the one its issuing driver gave it. A grant that is not
+   * ours as issued (a copy without its sweep) tidies the parent of its node.
+   */
+  tidyAfterRelease(grant: Grant): Promise<void> | undefined {
+    if (grant instanceof SessionGrant) return grant.tidy();
+    return this.parents.schedule(grant.token.slice(0, grant.token.lastIndexOf('/')));
+  }
+
   async close(): Promise<void> {
     this.abandoned.close();
     await Promise.all([this.parents.flush(), this.semaphores.flush()]);
@@ -171,9 +180,4 @@ export class ZooKeeperSite {
     if (!client) return;
     await remove(client, path, this.opDeadline()).catch(() => undefined);
   }
-}
-
-/** The sweep a grant of this backend schedules on release (every grant it issues is a SessionGrant). */
-export function tidyAfterRelease(grant: Grant): Promise<void> | undefined {
-  return (grant as SessionGrant).tidy();
 }
