@@ -305,4 +305,29 @@ describe('ServerQueue', () => {
     expect((wait.outcome() as Grant).token).toBe(server.holder(key)?.token);
     expect(controls.attempts).toBe(2);
   });
+
+  it('a grant whose message was lost is found by the next heartbeat, not at the holder lease', async () => {
+    const held = await holderGrant();
+    const { queue } = client('c');
+    server.messages = 'drop';
+    const wait = track(queue.acquire(request(), forever(), signal()));
+    await vi.advanceTimersByTimeAsync(0);
+    server.release(key, held.token);
+    await vi.advanceTimersByTimeAsync(queue.heartbeatMs + 1);
+    expect((wait.outcome() as Grant).token).toBe(server.holder(key)?.token);
+  });
+
+  it('a heartbeat that finds the entry gone makes the waiter look again at once, and queue anew', async () => {
+    const held = await holderGrant();
+    const { queue, controls } = client('c');
+    const wait = track(queue.acquire(request(), forever(), signal()));
+    await vi.advanceTimersByTimeAsync(0);
+    const [entry] = server.queued(key);
+    server.leave(key, entry!.token); // purged on the server (as by a lapse of the waiter lease)
+    await vi.advanceTimersByTimeAsync(queue.heartbeatMs + 1);
+    expect(controls.attempts).toBe(2);
+    expect(server.queued(key).map((queued) => queued.token)).toEqual([entry!.token]);
+    expect(wait.outcome()).toBe('pending');
+    void held;
+  });
 });

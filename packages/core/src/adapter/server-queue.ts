@@ -2,7 +2,7 @@ import type { AcquireRequest, Grant } from '../backend.js';
 import { closedError } from './closed-error.js';
 import { JitteredTicker } from './jittered-ticker.js';
 import { leaseValidUntil } from './lease-bounds.js';
-import type { GrantSink, QueuedToken, ServerQueuePort } from './server-queue-port.js';
+import type { GrantSink, HeartbeatAnswer, QueueAnswer, ServerQueuePort } from './server-queue-port.js';
 import { QueueWaiter, type WaiterHost } from './server-queue-waiter.js';
 
 /**
@@ -77,7 +77,7 @@ export class ServerQueue<G extends Grant = Grant> {
     if (signal.aborted) return Promise.resolve(undefined);
     const sentAt = Date.now();
     this.expect(token);
-    let sent: Promise<Awaited<ReturnType<ServerQueuePort<G>['attempt']>>>;
+    let sent: Promise<QueueAnswer>;
     try {
       sent = this.port.attempt(request, token);
     } catch (error) {
@@ -269,9 +269,9 @@ export class ServerQueue<G extends Grant = Grant> {
   }
 
   private async heartbeat(waiters: readonly QueueWaiter[], sentAt: number): Promise<void> {
-    let answers: Awaited<ReturnType<ServerQueuePort<G>['heartbeat']>>;
+    let answers: readonly HeartbeatAnswer[];
     try {
-      answers = await this.port.heartbeat(waiters as readonly QueuedToken[]);
+      answers = await this.port.heartbeat(waiters);
     } catch {
       return; // unknown outcome: the waiters re-check on their own timers
     }
