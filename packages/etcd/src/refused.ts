@@ -1,15 +1,14 @@
-import { BackendConfigurationError, InvalidArgumentError } from '@deadbolt/core/adapter';
+import { InvalidArgumentError, type ConnectionErrorClassifier } from '@deadbolt/core/adapter';
 import { EtcdAuthenticationFailedError, EtcdPermissionDeniedError } from 'etcd3';
 
 /**
- * A refused login or a user without permission on the keys: etcd answered, and retrying will not
- * help (fix the credentials or the user's role), so not an outage. etcd's messages never quote the
- * password.
+ * The kit's classify hook for etcd: a refused login or a user without permission on the keys is a
+ * refused configuration (BackendConfigurationError, "etcd at host:port: <etcd's message>"): etcd
+ * answered, and retrying will not help (fix the credentials or the user's role), so not an outage.
+ * etcd's messages never quote the password.
  */
-export function refusedConfiguration(error: unknown, key: string, endpoint: string): BackendConfigurationError | undefined {
-  if (!(error instanceof EtcdAuthenticationFailedError || error instanceof EtcdPermissionDeniedError)) return undefined;
-  return new BackendConfigurationError(`etcd at ${endpoint}: ${error.message}`, { key, backend: 'etcd', cause: error });
-}
+export const classifyEtcdError: ConnectionErrorClassifier = (error) =>
+  error instanceof EtcdAuthenticationFailedError || error instanceof EtcdPermissionDeniedError ? 'refused' : undefined;
 
 /**
  * etcd refuses a request over 1.5 MiB (its default --max-request-bytes) and a campaign would keep

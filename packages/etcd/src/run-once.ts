@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, Grant, RunOnceBackend } from '@deadbolt/core/adapter';
+import type { AcquireRequest, Grant, RunsDriver } from '@deadbolt/core/adapter';
 import type { Etcd3 } from 'etcd3';
 import { callOptions } from './client.js';
 import type { ResolvedEtcdOptions } from './options.js';
@@ -17,7 +17,7 @@ import type { ResolvedEtcdOptions } from './options.js';
  * dead winner's name may stay taken up to about 2 s past lockAtMostForMs (fn's signal still aborts
  * on time, in the runner).
  */
-export function runOnceOn(client: Etcd3, options: ResolvedEtcdOptions, bounded: Bounded): Required<RunOnceBackend> {
+export function runOnceOn(client: Etcd3, options: ResolvedEtcdOptions, bounded: Bounded): Required<RunsDriver> {
   const claimKey = (key: string) => Buffer.from(`${options.namespace}\u0000run/${key}`, 'utf8');
   const recordKey = (key: string) => Buffer.from(`${options.namespace}\u0000run-record/${key}`, 'utf8');
   const runIdKey = (key: string) => Buffer.from(`${options.namespace}\u0000run-id/${key}`, 'utf8');

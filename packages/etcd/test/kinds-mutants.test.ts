@@ -118,7 +118,7 @@ const mutants: [string, ConformanceCase[], Mutation][] = [
 
 /** Wraps the backend's own etcd3 client: every request passes through the mutation first. */
 function mutateClient(backend: EtcdBackend, mutation: Mutation): void {
-  const client = (backend as unknown as { client: Etcd3 }).client;
+  const client = (backend as unknown as { site: { client: Etcd3 } }).site.client;
   const kv = client.kv;
   const range = kv.range.bind(kv);
   const txn = kv.txn.bind(kv);

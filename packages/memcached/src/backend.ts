@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  closedError,
   DeadlineWheel,
   endpointOf,
   guardCall,
@@ -8,13 +9,16 @@ import {
   type AttemptResult,
   type Capabilities,
   type Grant,
+  type KindsDriver,
   type LockBackend,
+  type RunsDriver,
 } from '@deadbolt/core/adapter';
 import memjs from 'memjs';
 import { closeHard, dropSilentSockets, trackSockets } from './memjs-sockets.js';
 import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
-import { pollSlots, storedKeyOf, takeSlot, type SlotGrant } from './semaphore-slots.js';
+import { SemaphoreDriver } from './kinds-driver.js';
+import type { SlotGrant } from './semaphore-slots.js';
 import type { ResolvedMemcachedOptions } from './options.js';
 import { checkPermits } from './permits-record.js';
 import { KeyPoller } from './poller.js';
@@ -95,12 +99,25 @@ export class MemcachedBackend implements LockBackend {
     release: (grant) => this.release(grant),
   });
 
+  /** Semaphores (kinds-driver.ts): slot items, through the same guarded item operations as the mutex. */
+  readonly kinds: KindsDriver = new SemaphoreDriver({
+    add: (request, slotKey) => this.#attempt(request, slotKey),
+    checkPermits: (request, permits) => this.#checkPermits(request, permits),
+    renew: (grant, storedKey, ttlMs) => this.#renew(grant, storedKey, ttlMs),
+    renewMany: (grants, storedKeys, ttlMs) => this.#renewMany(grants, storedKeys, ttlMs),
+    release: (grant, storedKey) => this.#release(grant, storedKey),
+    validate: (grant, storedKey) => this.#run('validate', grant.key, () => holdsToken(this.#connection(), storedKey, grant.token)),
+  });
+
+  /** Run-once records beside the job's lock (run-records.ts); claims are the mutex's. */
+  readonly runs: RunsDriver;
+
   constructor(options: ResolvedMemcachedOptions) {
     this.#options = options;
     this.endpoint = endpointOf(options.servers);
     this.#client = options.client;
     this.#ownsClient = options.client === undefined;
-    Object.assign(this, runRecordsOn(this.#connection.bind(this), this.#run.bind(this)));
+    this.runs = runRecordsOn(this.#connection.bind(this), this.#run.bind(this));
   }
 
   /** Connects lazily: the factory must not do I/O. */
@@ -133,32 +150,13 @@ export class MemcachedBackend implements LockBackend {
   }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    if (request.kind?.type === 'permit') {
-      const permits = request.kind.permits;
-      // The permits check and the slot ADD go out together (one round trip); a refused check gives the slot back.
-      const [checked, taken] = await Promise.allSettled([
-        this.#checkPermits(request, permits),
-        takeSlot(request, permits, (slot) => this.#attempt(request, slot)),
-      ]);
-      if (checked.status === 'rejected') {
-        if (taken.status === 'fulfilled' && taken.value.acquired) await this.release(taken.value.grant).catch(() => false);
-        throw checked.reason;
-      }
-      if (taken.status === 'rejected') throw taken.reason;
-      return taken.value;
-    }
     // Local waiters queue for this key: a new attempt goes behind them (FIFO), not around them.
     if (this.#poller.busy(request.key)) return { acquired: false };
     return this.#attempt(request);
   }
 
-  /** Native waiting: the key's one poller (poller.ts). */
+  /** Native waiting: the key's one poller (poller.ts), which makes the first attempt and reports contention. */
   acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    const kind = request.kind;
-    if (kind?.type === 'permit')
-      return this.#checkPermits(request, kind.permits).then(() =>
-        pollSlots(request, kind.permits, (slot) => this.#attempt(request, slot), deadline, signal),
-      );
     return this.#poller.wait(request, deadline, signal);
   }
 
@@ -185,7 +183,7 @@ export class MemcachedBackend implements LockBackend {
       'acquire',
       request.key,
       () => addReturningCas(this.#connection(), key, token, expirySeconds(itemMs), leaseEndFlags(itemMs)),
-      () => this.release(grant),
+      () => this.#release(grant, storedKey),
       request.ttlMs,
     );
     if (cas === undefined) return { acquired: false };
@@ -194,12 +192,17 @@ export class MemcachedBackend implements LockBackend {
   }
 
   /** SET guarded by the grant's CAS with the new expiry: compare-and-extend in one round trip. */
-  async renew(grant: Grant, ttlMs: number): Promise<boolean> {
-    return this.#run('renew', grant.key, () => this.#renewOnce(grant, ttlMs));
+  renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    return this.#renew(grant, grant.key, ttlMs);
   }
 
-  async #renewOnce(grant: Grant, ttlMs: number): Promise<boolean> {
-    const key = encodeKey(storedKeyOf(grant));
+  /** renew() of the item `storedKey` (the lock's key, or a permit's slot). */
+  #renew(grant: Grant, storedKey: string, ttlMs: number): Promise<boolean> {
+    return this.#run('renew', grant.key, () => this.#renewOnce(grant, storedKey, ttlMs));
+  }
+
+  async #renewOnce(grant: Grant, storedKey: string, ttlMs: number): Promise<boolean> {
+    const key = encodeKey(storedKey);
     const itemMs = ttlMs + (grant.lockDelayMs ?? 0);
     {
       const client = this.#connection();
@@ -221,12 +224,22 @@ export class MemcachedBackend implements LockBackend {
    * Every renewal of a tick at once: pipelined on each server's socket and corked into one write
    * (see #corkThisTick): one round trip per server per tick, not one per lock.
    */
-  async renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
+  renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
+    return this.#renewMany(
+      grants,
+      grants.map((grant) => grant.key),
+      ttlMs,
+    );
+  }
+
+  async #renewMany(grants: readonly Grant[], storedKeys: readonly string[], ttlMs: readonly number[]): Promise<readonly boolean[]> {
     // One guard (one timer) for the batch: 10,000 guarded calls cost more client time than the I/O.
     const results = await this.#run('renew', grants.length === 1 ? grants[0]!.key : '(batch)', () =>
       Promise.all(
         grants.map((grant, index) =>
-          this.#renewOnce(grant, ttlMs[index]!).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))),
+          this.#renewOnce(grant, storedKeys[index]!, ttlMs[index]!).catch((error: unknown) =>
+            error instanceof Error ? error : new Error(String(error)),
+          ),
         ),
       ),
     );
@@ -236,8 +249,13 @@ export class MemcachedBackend implements LockBackend {
   }
 
   /** DELETE guarded by the grant's CAS (a new owner's ADD has another CAS): compare-and-delete in one round trip. */
-  async release(grant: Grant): Promise<boolean> {
-    const key = encodeKey(storedKeyOf(grant));
+  release(grant: Grant): Promise<boolean> {
+    return this.#release(grant, grant.key);
+  }
+
+  /** release() of the item `storedKey` (the lock's key, or a permit's slot). */
+  async #release(grant: Grant, storedKey: string): Promise<boolean> {
+    const key = encodeKey(storedKey);
     const known = this.#cas.get(grant.token);
     this.#cas.delete(grant.token);
     return this.#run('release', grant.key, async () => {
@@ -250,7 +268,7 @@ export class MemcachedBackend implements LockBackend {
   }
 
   validate(grant: Grant): Promise<boolean> {
-    return this.#run('validate', grant.key, () => holdsToken(this.#connection(), grant));
+    return this.#run('validate', grant.key, () => holdsToken(this.#connection(), grant.key, grant.token));
   }
 
   async #holderRemainingMs(userKey: string): Promise<number | undefined> {
@@ -283,6 +301,7 @@ export class MemcachedBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    // In-flight calls give up with this reason, which the guard types per call as closedError does.
     this.#closed.abort(new Error('the backend is closed'));
     this.#deadlines.stop();
     const client = this.#client;
@@ -303,6 +322,7 @@ export class MemcachedBackend implements LockBackend {
     undo?: (late: T | undefined) => Promise<unknown> | undefined,
     undoWithinMs?: number,
   ): Promise<T> {
+    if (this.#closed.signal.aborted) return Promise.reject(closedError(action, key, this.name));
     this.#corkThisTick();
     return guardCall(operation, {
       action,

@@ -16,6 +16,8 @@ interface Waiter {
   done: boolean;
   /** Made at least one attempt: a waiter whose deadline has passed still gets one (and its error). */
   attempted: boolean;
+  /** Told the request the key is held (`onContended`): once, when it queues or its first attempt is refused. */
+  reported: boolean;
   readonly settle: (grant: Grant | undefined, error?: unknown) => void;
 }
 
@@ -34,7 +36,9 @@ const maxDelayMs = 8;
 const askHolderAtMs = 4;
 
 /**
- * Memcached cannot notify, so waiters poll; this makes polling cheap and orderly:
+ * Memcached cannot notify, so waiters poll; this makes polling cheap and orderly. A wait makes its
+ * own first attempt (the head of a free key's queue tries at once) and calls `onContended` when it
+ * finds the key held or queues behind local waiters.
  * - one poller per key per client: N local waiters on a key cost one ADD per poll, not N;
  * - FIFO among local waiters: only the head of the key's queue tries, and it keeps its place
  *   between polls (a fresh tryAcquire on a key with local waiters does not barge, see `busy`);
@@ -74,6 +78,7 @@ export class KeyPoller {
         signal,
         done: false,
         attempted: false,
+        reported: false,
         settle: (grant, error) => {
           if (waiter.done) return;
           waiter.done = true;
@@ -89,7 +94,9 @@ export class KeyPoller {
       detach = onAbort(signal, giveUp);
       const queue = this.queues.get(request.key);
       if (queue !== undefined) {
+        // Behind local waiters: the key is held (or about to be), and this waiter queues at once.
         queue.push(waiter);
+        reportContended(waiter);
         return;
       }
       this.queues.set(request.key, [waiter]);
@@ -131,6 +138,8 @@ export class KeyPoller {
         holderEndsAt = Number.POSITIVE_INFINITY;
         continue;
       }
+      // The head's own attempt found the key held: reported before it sleeps (it is queued now).
+      reportContended(head);
       if (delayMs >= askHolderAtMs && !Number.isFinite(holderEndsAt)) {
         const remaining = await this.target.holderRemainingMs(key).catch(() => undefined);
         if (remaining !== undefined) holderEndsAt = Date.now() + remaining;
@@ -141,6 +150,12 @@ export class KeyPoller {
     }
     this.queues.delete(key);
   }
+}
+
+function reportContended(waiter: Waiter): void {
+  if (waiter.reported) return;
+  waiter.reported = true;
+  waiter.request.onContended?.();
 }
 
 /** Resolves after `ms` or when the head's signal aborts (the loop then moves on). */

@@ -1,4 +1,4 @@
-import type { RunOnceBackend } from '@deadbolt/core/adapter';
+import type { RunsDriver } from '@deadbolt/core/adapter';
 import type memjs from 'memjs';
 import { encodeKey } from './keys.js';
 import { getWithCas, Opcode, request, setIfCas, Status, storeExtras } from './protocol.js';
@@ -30,7 +30,7 @@ function parse(value: Buffer): Item | undefined {
 type Run = <T>(action: string, key: string, operation: () => Promise<T>) => Promise<T>;
 
 /** saveRun and loadRun on the backend's connection, each through its guarded `run` (typed errors, deadlines). */
-export function runRecordsOn(connection: () => memjs.Client, run: Run): Required<Pick<RunOnceBackend, 'saveRun' | 'loadRun'>> {
+export function runRecordsOn(connection: () => memjs.Client, run: Run): RunsDriver {
   return {
     saveRun: (key, runId, record, replaces) =>
       run('runOnce', key, async () => {

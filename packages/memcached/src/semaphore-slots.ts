@@ -22,11 +22,6 @@ export function slotKey(key: string, slot: number): string {
   return `${key}\u0000permit:${slot}`;
 }
 
-/** The key a grant holds on the server: its slot's, for a permit. */
-export function storedKeyOf(grant: Grant): string {
-  return (grant as Partial<SlotGrant>).slotKey ?? grant.key;
-}
-
 export async function takeSlot(
   request: AcquireRequest,
   permits: number,
@@ -40,16 +35,21 @@ export async function takeSlot(
   return { acquired: false };
 }
 
-/** Waits for a slot by polling with capped exponential backoff and jitter (no notifications). */
+/**
+ * Waits for a slot by polling with capped exponential backoff and jitter (no notifications).
+ * `firstTry` is the first attempt (the driver's: the permits check goes out beside it); it is
+ * made whatever the deadline, and when it finds every slot taken the wait reports contention.
+ */
 export async function pollSlots(
   request: AcquireRequest,
   permits: number,
   add: (slotKey: string) => Promise<AttemptResult>,
   deadline: number,
   signal: AbortSignal,
+  firstTry: () => Promise<AttemptResult>,
 ): Promise<Grant | undefined> {
   for (let attempt = 1; !signal.aborted; attempt += 1) {
-    const result = await takeSlot(request, permits, add);
+    const result = await (attempt === 1 ? firstTry() : takeSlot(request, permits, add));
     if (result.acquired) return result.grant;
     if (attempt === 1) request.onContended?.();
     const remainingMs = deadline - Date.now();

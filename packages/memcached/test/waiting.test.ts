@@ -47,6 +47,40 @@ describe('memcached waiting and batching', () => {
     expect(order).toEqual([0, 1, 2, 3, 4]);
   });
 
+  it('a native acquire makes its own first attempt and reports contention only when the key is held', async () => {
+    // Free key: the wait's own first attempt grants, and nothing is reported.
+    let contended = 0;
+    const free = await backend.acquire(
+      { ...request('own-first', 'a'), onContended: () => (contended += 1) },
+      Date.now() + 5_000,
+      new AbortController().signal,
+    );
+    expect(free).toBeDefined();
+    expect(contended).toBe(0);
+    // Held key: reported once (by the head's refused attempt, and by a waiter queueing behind it), then granted.
+    const reports: string[] = [];
+    const head = backend.acquire(
+      { ...request('own-first', 'b'), onContended: () => reports.push('b') },
+      Date.now() + 5_000,
+      new AbortController().signal,
+    );
+    const behind = backend.acquire(
+      { ...request('own-first', 'c'), onContended: () => reports.push('c') },
+      Date.now() + 5_000,
+      new AbortController().signal,
+    );
+    // Queued behind a local waiter: reported in the same synchronous run that queues it.
+    expect(reports).toContain('c');
+    await backend.release(free!);
+    const first = await head;
+    expect(first).toBeDefined();
+    await backend.release(first!);
+    const second = await behind;
+    expect(second).toBeDefined();
+    await backend.release(second!);
+    expect(reports.sort()).toEqual(['b', 'c']);
+  });
+
   it('ten local waiters on a busy key cost one poller: stores grow like one waiter, not ten', async () => {
     const held = await other.tryAcquire(request('one-poller', 'holder'));
     if (!held.acquired) throw new Error('not acquired');

@@ -1,3 +1,4 @@
+import { onAbort } from '@deadbolt/core/adapter';
 import type { Client, Event } from 'node-zookeeper-client';
 import { baseName, isOurs, newGuid, nodePrefix, predecessorOf } from './naming.js';
 import { sharedGetChildren, sharedMkdirp } from './shared-listing.js';
@@ -284,33 +285,13 @@ class Waiting {
 }
 
 /**
- * One 'abort' listener per signal, fanning out to a Set: a crowd of waiters shares the session's
- * signal, and EventTarget.addEventListener scans a signal's listeners for a duplicate (O(n) each,
- * O(n^2) for a crowd; Node also warns past 10). Calls `listener` at once if already aborted.
- * Returns the unsubscribe.
+ * The kit's onAbort (one 'abort' listener per signal, fanning out to a Set: a crowd of waiters
+ * shares the session's signal), calling `listener` at once if the signal has already aborted.
  */
-const abortFanOut = new WeakMap<AbortSignal, Set<() => void>>();
 function onAbortOf(signal: AbortSignal, listener: () => void): () => void {
-  if (signal.aborted) {
-    listener();
-    return () => undefined;
-  }
-  let listeners = abortFanOut.get(signal);
-  if (listeners === undefined) {
-    const created = new Set<() => void>();
-    listeners = created;
-    abortFanOut.set(signal, created);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const each of [...created]) each();
-      },
-      { once: true },
-    );
-  }
-  const set = listeners;
-  set.add(listener);
-  return () => set.delete(listener);
+  if (!signal.aborted) return onAbort(signal, listener);
+  listener();
+  return () => undefined;
 }
 
 /** The signal of a wait nobody can abort (tryAcquire, renew): one for all, not one per call. */

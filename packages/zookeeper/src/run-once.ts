@@ -1,4 +1,4 @@
-import type { AcquireRequest, Grant, RunOnceBackend } from '@deadbolt/core/adapter';
+import type { AcquireRequest, Grant, RunsDriver } from '@deadbolt/core/adapter';
 import type { Client, Stat } from 'node-zookeeper-client';
 import { encodeKey } from './naming.js';
 import { CreateMode, create, getDataAndStat, isBadVersion, isNodeExists, isNoNode, mkdirp, request, zxid } from './operations.js';
@@ -63,7 +63,7 @@ export function runOnceOn(
   options: ResolvedZooKeeperOptions,
   session: { ready(deadline: number): Promise<Client> },
   guard: Guard,
-): Required<RunOnceBackend> {
+): Required<RunsDriver> {
   const root = `${options.basePath}_runs`;
   const claimPath = (key: string): string => `${root}/${encodeKey(key)}`;
   const recordPath = (key: string): string => `${claimPath(key)}/record`;

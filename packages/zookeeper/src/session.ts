@@ -1,4 +1,4 @@
-import { BackendUnavailableError, DeadlineWheel, LockLostError, type Grant } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, closedError, DeadlineWheel, LockLostError, type Grant } from '@deadbolt/core/adapter';
 import zookeeper from 'node-zookeeper-client';
 import type { Client, State } from 'node-zookeeper-client';
 import { stampConnects } from './connect-stamp.js';
@@ -66,8 +66,7 @@ export class ZooKeeperSession {
 
   /** A connected client, or BackendUnavailableError after connectTimeoutMs (or at `deadline`). */
   async ready(deadline: number, key?: string): Promise<Client> {
-    if (this.closed)
-      throw new BackendUnavailableError('connect', { key, backend: this.backendName, cause: new Error('the backend is closed') });
+    if (this.closed) throw closedError('connect', key, this.backendName);
     const client = this.client ?? this.open();
     if (this.connected) return client;
     const until = Math.min(deadline, Date.now() + this.options.connectTimeoutMs);
@@ -240,16 +239,8 @@ export class ZooKeeperSession {
     for (const { grant, onLost } of held) onLost(grant, new LockLostError(reason, { key: grant.key, backend: this.backendName }));
   }
 
+  /** Ends the session now (closeClient resets our state before its first await) and closes the client in the background. */
   private drop(client: Client): void {
-    if (this.client === client) {
-      this.heartbeat?.stop();
-      this.readTimeout?.stop();
-      this.client = undefined;
-      this.ended.abort(new Error('the ZooKeeper session ended'));
-      this.connected = false;
-      clearTimeout(this.disconnectTimer);
-      this.disconnectTimer = undefined;
-    }
     const closing = this.closeClient(client);
     this.closing.add(closing);
     void closing.finally(() => this.closing.delete(closing));

@@ -299,8 +299,8 @@ describe('zookeeper connection lost mid-frame (node-zookeeper-client keeps the p
   it('the next connection is read from a frame boundary: no uncaught exception, the session carries on', async () => {
     const { backend: target, proxy } = await proxiedBackend();
     const held = await grantOf(target, 'mid-frame', 'holder');
-    const manager = (target as unknown as { session: { client: { connectionManager: { pendingBuffer: Buffer | null } } } }).session.client
-      .connectionManager;
+    const manager = (target as unknown as { site: { session: { client: { connectionManager: { pendingBuffer: Buffer | null } } } } }).site
+      .session.client.connectionManager;
     const uncaught: unknown[] = [];
     const onUncaught = (error: unknown): void => void uncaught.push(error);
     process.on('uncaughtException', onUncaught);

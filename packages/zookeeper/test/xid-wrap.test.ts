@@ -55,7 +55,7 @@ describe('wrapXids', () => {
       const first = await backend.acquire(request('wrap'), soon(), new AbortController().signal);
       if (first === undefined) throw new Error('no grant on a free key');
       await backend.release(first);
-      const session = (backend as unknown as { session: { connectedClient: Client } }).session.connectedClient;
+      const session = (backend as unknown as { site: { session: { connectedClient: Client } } }).site.session.connectedClient;
       const manager = (session as unknown as { connectionManager: { xid: number } }).connectionManager;
       manager.xid = 0x7fffffff - 3;
       for (let round = 0; round < 5; round += 1) {
