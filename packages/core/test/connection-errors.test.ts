@@ -27,14 +27,21 @@ describe('adapter kit: connection errors', () => {
     expect(explainConnectionError(aggregate, context)?.message).toContain('at db:5432,[::1]:6: ECONNREFUSED');
   });
 
-  it('authentication failures and a missing database are BackendConfigurationError', () => {
+  it("authentication failures and a missing database, as the adapter's classifier reads them, are BackendConfigurationError", () => {
+    // What the PostgreSQL and Redis adapters' classifiers decide: core itself reads no driver's dialect.
+    const classify = (error: unknown) => {
+      const { code, message } = error as { code?: string; message: string };
+      if (code === '28P01' || code === '3D000') return { refused: 'refused by the server' };
+      return /^(WRONGPASS|NOAUTH)\b/.test(message) ? ('refused' as const) : undefined;
+    };
     for (const error of [
       systemError('28P01', 'password authentication failed for user "app"'),
       systemError('3D000', 'database "nope" does not exist'),
       new Error('WRONGPASS invalid username-password pair or user is disabled.'),
       new Error('NOAUTH Authentication required.'),
     ]) {
-      const explained = explainConnectionError(error, context);
+      expect(explainConnectionError(error, context), error.message).toBeUndefined();
+      const explained = explainConnectionError(error, context, classify);
       expect(explained, error.message).toBeInstanceOf(BackendConfigurationError);
       expect(explained?.message).toContain('db:5432');
       expect(explained?.backend).toBe('postgres:lease');

@@ -33,34 +33,12 @@ const systemCodes: ReadonlySet<string> = new Set([
  *   that does not exist), `why` in a user's words; the error becomes BackendConfigurationError;
  * - 'refused': the same, the driver's own message saying why;
  * - 'unreachable': the server could not be reached at all (BackendUnavailableError naming where).
- * undefined: not a connection failure the adapter knows; the built-in rules decide.
+ * undefined: not a connection failure the adapter knows; the built-in rules decide (system codes).
  */
 export type ConnectionErrorClass = { readonly refused: string } | 'refused' | 'unreachable';
 
 /** An adapter's reading of its driver's errors: the SQLSTATEs, reply prefixes or codes only it knows. */
 export type ConnectionErrorClassifier = (error: unknown) => ConnectionErrorClass | undefined;
-
-/** PostgreSQL SQLSTATEs of a refused configuration: authentication, unknown database or role. */
-const postgresConfigurationStates: ReadonlyMap<string, string> = new Map([
-  ['28P01', 'authentication failed (wrong password)'],
-  ['28000', 'authentication refused (role or pg_hba.conf)'],
-  ['3D000', 'the database does not exist'],
-]);
-
-/** Redis replies of a refused configuration. */
-const redisConfigurationReply = /^(WRONGPASS|NOAUTH|NOPERM)\b|invalid password|ERR AUTH/i;
-
-/**
- * The dialect rules core still applies after an adapter's own classifier: PostgreSQL's SQLSTATEs
- * and Redis's refused replies. Moves into the redis/postgres adapters' classifiers; deleted once
- * both pass theirs.
- */
-export const builtInDialectClassifier: ConnectionErrorClassifier = (error) => {
-  const code = codeOf(error);
-  const refused = code === undefined ? undefined : postgresConfigurationStates.get(code);
-  if (refused !== undefined) return { refused };
-  return redisConfigurationReply.test(messageOf(error)) ? 'refused' : undefined;
-};
 
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null | undefined)?.code;
@@ -74,8 +52,8 @@ function messageOf(error: unknown): string {
 /**
  * The typed error for `error` when it is a connection-level failure, else undefined (the caller
  * keeps its own mapping). A DeadboltError is never rewritten. `classify` is the adapter's reading
- * of its driver's errors; what it leaves undefined, the built-in rules decide (system codes such as
- * ECONNREFUSED, and builtInDialectClassifier while it lasts).
+ * of its driver's errors (core knows no driver's dialect); what it leaves undefined, the system
+ * codes such as ECONNREFUSED decide.
  */
 export function explainConnectionError(
   error: unknown,
@@ -86,8 +64,7 @@ export function explainConnectionError(
   const where = context.endpoint === undefined ? '' : ` at ${context.endpoint}`;
   const code = codeOf(error);
   const message = messageOf(error);
-  const verdict =
-    classify?.(error) ?? builtInDialectClassifier(error) ?? (code !== undefined && systemCodes.has(code) ? 'unreachable' : undefined);
+  const verdict = classify?.(error) ?? (code !== undefined && systemCodes.has(code) ? 'unreachable' : undefined);
   if (verdict === undefined) return undefined;
   if (verdict !== 'unreachable') {
     const why = verdict === 'refused' ? undefined : verdict.refused;

@@ -31,18 +31,6 @@ export {
 } from '../contract/drivers.js';
 export { defaultKeyOrder } from '../contract/key-order.js';
 export { ForcedReleaseError } from '../forced-release-error.js';
-// Deprecated: the old style of the contract, where every primitive's methods sit on the backend
-// object. Core no longer reads them (it reads the drivers, contract/drivers.ts); they stay
-// exported until every adapter offers drivers, then go with contract/legacy.ts.
-export {
-  isElectionBackend,
-  isOperationsBackend,
-  storesRuns,
-  type ElectionBackend,
-  type MultiLockBackend,
-  type OperationsBackend,
-  type RunOnceBackend,
-} from '../contract/old-style.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
 export { guardCall, type GuardedCall } from './call-guard.js';
@@ -89,7 +77,6 @@ export {
   type HostAddress,
 } from './url-options.js';
 export {
-  builtInDialectClassifier,
   endpointOf,
   explainConnectionError,
   type ConnectionContext,

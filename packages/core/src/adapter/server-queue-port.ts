@@ -1,4 +1,4 @@
-import type { AcquireRequest, Grant } from '../backend.js';
+import type { AcquireRequest, Grant } from '../contract/requests.js';
 
 /**
  * What the server answered to one queueing call of a token (the first attempt or a re-check): it

@@ -1,4 +1,4 @@
-import type { AcquireRequest, Grant } from '../backend.js';
+import type { AcquireRequest, Grant } from '../contract/requests.js';
 import { onAbort } from './abort-fanout.js';
 import type { QueueAnswer } from './server-queue-port.js';
 

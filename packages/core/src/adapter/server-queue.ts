@@ -1,4 +1,4 @@
-import type { AcquireRequest, Grant } from '../backend.js';
+import type { AcquireRequest, Grant } from '../contract/requests.js';
 import { closedError } from './closed-error.js';
 import { JitteredTicker } from './jittered-ticker.js';
 import { leaseValidUntil } from './lease-bounds.js';

@@ -4,7 +4,7 @@ import type { LockDefaults, LockEvents } from '../api/lock.js';
 import type { LockClientConfig } from '../api/client.js';
 import { resolveConfig } from '../config.js';
 import type { LockBackend } from '../contract/backend.js';
-import { driversOf, type Drivers } from '../contract/legacy.js';
+import { driversOf, type Drivers } from '../contract/drivers-of.js';
 import { BackendUnavailableError, ClientClosedError } from '../errors.js';
 import { instruments } from '../telemetry.js';
 import { callBackend, type CallPolicy, type CallSite } from './backend-call.js';

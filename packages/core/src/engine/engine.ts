@@ -1,7 +1,7 @@
 import type { AcquireOptions, Lock } from '../api/lock.js';
 import type { LockBackend } from '../contract/backend.js';
 import type { HoldKeeper } from '../contract/drivers.js';
-import { driversOf } from '../contract/legacy.js';
+import { driversOf } from '../contract/drivers-of.js';
 import type { Grant, LockKind } from '../contract/requests.js';
 import { currentFlow, newFlow, runInFlow } from '../owner.js';
 import { kindLeaseId } from '../primitives/reentry.js';

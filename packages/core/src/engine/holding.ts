@@ -1,6 +1,6 @@
 import type { LockBackend } from '../contract/backend.js';
 import type { HoldKeeper } from '../contract/drivers.js';
-import { driversOf } from '../contract/legacy.js';
+import { driversOf } from '../contract/drivers-of.js';
 import type { Grant } from '../contract/requests.js';
 import { LockLostError, LockReleasedError } from '../errors.js';
 import { refusal } from '../refusal.js';

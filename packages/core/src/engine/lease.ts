@@ -1,3 +1,4 @@
+import { leaseValidUntil } from '../adapter/lease-bounds.js';
 import type { Grant } from '../contract/requests.js';
 import { checkedOnRead } from './clock-signal.js';
 import type { HoldKeeper } from '../contract/drivers.js';
@@ -128,7 +129,7 @@ export class Lease {
    */
   private deadlineFrom(sentAt: number): number {
     if (this.sessionBound) return Number.POSITIVE_INFINITY;
-    return sentAt + this.ttlMs - Math.ceil(this.ttlMs * 0.01) - 2;
+    return leaseValidUntil(sentAt, this.ttlMs);
   }
 }
 

@@ -4,7 +4,7 @@ import type { LockBackend } from '../contract/backend.js';
 import { backoffDelayMs } from '../backoff.js';
 import { candidacyBackoff, isTransient } from './candidacy-retry.js';
 import type { ElectionDriver } from '../contract/drivers.js';
-import { driversOf } from '../contract/legacy.js';
+import { driversOf } from '../contract/drivers-of.js';
 import type { CampaignRequest, TermGrant } from '../contract/requests.js';
 import { DeadboltError, InvalidArgumentError } from '../errors.js';
 import { refusal } from '../refusal.js';

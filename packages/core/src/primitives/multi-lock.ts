@@ -6,7 +6,7 @@ import { InvalidArgumentError, LockLostError, UnsupportedOperationError } from '
 import { multiLabel } from '../engine/key-label.js';
 import { validateTogether } from '../engine/lock-handle.js';
 import type { HoldKeeper, MultiDriver } from '../contract/drivers.js';
-import { driversOf } from '../contract/legacy.js';
+import { driversOf } from '../contract/drivers-of.js';
 import { defaultKeyOrder } from '../contract/key-order.js';
 import { currentFlow, newFlow, runInFlow } from '../owner.js';
 import type { Engine } from '../engine/engine.js';

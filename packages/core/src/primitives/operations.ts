@@ -2,7 +2,7 @@ import type { LockBackend } from '../contract/backend.js';
 import { InvalidArgumentError } from '../errors.js';
 import { refusal } from '../refusal.js';
 import type { OperationsDriver } from '../contract/drivers.js';
-import { driversOf } from '../contract/legacy.js';
+import { driversOf } from '../contract/drivers-of.js';
 import type { ListOptions, LockInspection } from '../api/operations.js';
 import type { Engine } from '../engine/engine.js';
 import { describeValue, validateKey } from '../validation.js';

@@ -5,7 +5,7 @@ import { LockLostError } from '../../errors.js';
 import { refusal } from '../../refusal.js';
 import type { Engine } from '../../engine/engine.js';
 import type { RunsDriver } from '../../contract/drivers.js';
-import { driversOf } from '../../contract/legacy.js';
+import { driversOf } from '../../contract/drivers-of.js';
 import { decodeRun, encodeRun, errorMessage } from './record.js';
 import type { LastRun, RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from '../../api/run-once.js';
 import { validateRunOnce } from './validate.js';
