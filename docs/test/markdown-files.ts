@@ -11,13 +11,13 @@ export interface Page {
   text: string;
 }
 
-function walk(dir: string, skip: (path: string) => boolean, out: string[]): string[] {
+function walk(dir: string, skip: (path: string) => boolean, out: string[], extension = '.md'): string[] {
   if (!existsSync(dir)) return out;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (skip(path)) continue;
-    if (entry.isDirectory()) walk(path, skip, out);
-    else if (entry.name.endsWith('.md')) out.push(path);
+    if (entry.isDirectory()) walk(path, skip, out, extension);
+    else if (entry.name.endsWith(extension)) out.push(path);
   }
   return out;
 }
@@ -49,4 +49,13 @@ export function packageReadmes(): Page[] {
 /** The API reference TypeDoc writes into docs/api (empty before `npm run docs:build`). */
 export function generatedReference(): Page[] {
   return read(walk(join(repoRoot, 'docs', 'api'), () => false, []));
+}
+
+/**
+ * Every package's TypeScript source (packages/<name>/src/**): its doc comments feed the API
+ * reference, and its strings are the error messages and CLI help users read.
+ */
+export function sourceFiles(): Page[] {
+  const packages = join(repoRoot, 'packages');
+  return read(readdirSync(packages).flatMap((name) => walk(join(packages, name, 'src'), () => false, [], '.ts')));
 }

@@ -34,7 +34,7 @@ export async function fencedWrite<T>(guard: FenceGuard, resource: string, fence:
 
 /**
  * A guard kept in this process's memory: for a single-process service that owns its data (the
- * HTTP example in the README). Records are not durable: a restart forgets them, so a service with
+ * HTTP example in the fencing guide). Records are not durable: a restart forgets them, so a service with
  * several instances or restarts keeps the highest fence in its own database instead (admitFence).
  * An admitted fence stays recorded even if the write then fails, which only refuses older fences.
  */

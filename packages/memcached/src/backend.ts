@@ -177,7 +177,7 @@ export class MemcachedBackend implements LockBackend {
     const grant: Grant = slot ?? { key: request.key, owner: request.owner, token, ...(lockDelayMs > 0 ? { lockDelayMs } : {}) };
     const itemMs = request.ttlMs + lockDelayMs;
     // An ADD whose answer never came (a frozen server runs it when it wakes) is undone by its token
-    // (release without a known CAS compares the token), so it cannot leave a lease nobody holds (issue 14).
+    // (release without a known CAS compares the token), so it cannot leave a lease nobody holds.
     // The kit's guard retries the undo until the server answers, within the lease's ttl.
     const cas = await this.#run(
       'acquire',

@@ -14,7 +14,7 @@ export interface ListenMember {
 }
 
 /**
- * One LISTEN session per process for every backend with the same connection settings (issue 18).
+ * One LISTEN session per process for every backend with the same connection settings.
  * PostgreSQL signals EVERY listening session of the database on each NOTIFY, whatever channels it
  * listens to (async.c, SignalBackends, PostgreSQL 15-17), and each wakes up to read the queue: 50
  * clients with a LISTEN session each cost 50 process wake-ups per lock hand-off, which on a small
@@ -99,7 +99,7 @@ export class ListenSession {
   /**
    * A grant message a release in this process made, from that release's reply: delivered now if a
    * member here listens to its channel, so a waiter in the releasing process does not wait for the
-   * NOTIFY's trip through the server's listening backend (issue 18). The grant is committed either way.
+   * NOTIFY's trip through the server's listening backend. The grant is committed either way.
    */
   deliverLocally(channel: string, payload: string): void {
     if (this.channels.get(channel)?.size) this.deliver(channel, payload);

@@ -25,7 +25,7 @@ export class StatementPool {
   private readonly closed = new AbortController();
   /**
    * Named statements: each is parsed and planned once per connection instead of on every call
-   * (issue 18: ~15% of a lease call's round trip on this machine, a contended hand-off being two
+   * (~15% of a lease call's round trip on this machine, a contended hand-off being two
    * calls). Off for good once the server says a name is unknown or taken (26000 / 42P05: a
    * transaction-pooling PgBouncer without prepared-statement support moves us between server
    * connections); both errors come at Parse or Bind, before anything ran, so the call is resent

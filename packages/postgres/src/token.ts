@@ -8,7 +8,7 @@ export function randomToken(): string {
 /**
  * Tokens that only this process compares (advisory grants are found in a local map, never on the
  * server): a random prefix once, then a counter. Unique per generator without 16 random bytes per
- * grant, which cost more than the rest of an uncontended acquire's client-side work (issue 18 profile).
+ * grant, which cost more than the rest of an uncontended acquire's client-side work.
  */
 export function localTokens(): () => string {
   const prefix = randomBytes(8).toString('hex');

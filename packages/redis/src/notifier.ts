@@ -7,7 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
  * unsubscribes. Commands on one connection run in order, so a SUBSCRIBE issued after an
  * UNSUBSCRIBE of the same channel wins. A message wakes ONE local waiter, the longest waiting (the
  * adapter kit's KeyedWaiters): waking all made every release cost one attempt per waiter, and
- * 1,000 waiters on one key took 45 s (issue 14). Waiters in other processes get the same message.
+ * 1,000 waiters on one key took 45 s. Waiters in other processes get the same message.
  */
 export class ReleaseNotifier {
   private readonly waiters = new KeyedWaiters({

@@ -14,7 +14,7 @@ import type { PostgresServerHandle, ServerHandle, StartOptions } from './types.j
 
 const defaultReadyMs = 60_000;
 const user = 'postgres';
-// Distinctive, so the credential scan (issue 14) cannot confuse it with the word deadbolt in names.
+// Distinctive, so the credential scan cannot confuse it with the word deadbolt in names.
 const password = 'pg-S3cr3t-pw';
 const database = 'postgres';
 

@@ -14,7 +14,7 @@ export interface AmbiguousUrlOptions {
 /** The pieces of the password in the default URLs: none may be echoed in an error. */
 const secretPieces = ['S3cr3t', 'Zq7', 'ss/w', 'rd#x'];
 
-/** A password holding an unencoded '/', '?', '#' or '@' (the probe's cases, issue 14 item 4). */
+/** A password holding an unencoded '/', '?', '#' or '@' (a probe's cases). */
 export function ambiguousUrls(scheme: string): string[] {
   return [
     `${scheme}://u:S3cr3t-p@ss/w:rd#x@127.0.0.1/db`,
@@ -26,7 +26,7 @@ export function ambiguousUrls(scheme: string): string[] {
 }
 
 /**
- * Issue 14 item 4, for one adapter: a password holding an unencoded '/', '?', '#' or '@' must not be
+ * For one adapter: a password holding an unencoded '/', '?', '#' or '@' must not be
  * read as a host (sent to DNS, printed in errors). Each URL is refused before any I/O with an
  * InvalidArgumentError naming the backend, through the adapter and through createLockClient, and no
  * piece of the password is echoed.

@@ -15,7 +15,7 @@ export async function failedFirstAcquire(url: string): Promise<{ error: Error; m
   }
 }
 
-/** What a refused connection must say (issue 13 item 8). */
+/** What a refused connection must say. */
 export interface RefusedConnectionExpectation {
   /** The backend's name: every connection error names it. */
   readonly backend: string;

@@ -3,7 +3,7 @@ import { type ConformanceCase, type ResolvedOptions, needsTtl } from './context.
 import { assert, delay, rejection, waitUntil } from './util.js';
 
 /**
- * Lease edges the probe of issue 14 showed untested: a lease that is not a whole number of
+ * Lease edges a probe showed untested: a lease that is not a whole number of
  * seconds, the end of a lease (not only its middle), fences across expiry, an old handle of the
  * same owner, held/signal after a pause, and a batch of renewals.
  */

@@ -21,7 +21,7 @@ export interface GuardedCall<T> {
   /** Gives up at once (a closing backend): no timer outlives close(). The reason, typed as above, is the error. */
   readonly signal?: AbortSignal | undefined;
   /**
-   * Best-effort undo of an effect the caller never learns about (issue 14: a SET NX sent to a frozen
+   * Best-effort undo of an effect the caller never learns about (a SET NX sent to a frozen
    * server runs when it wakes, leaving a lease nobody holds). Called at most once:
    * - with the late value, when the guard gave up (deadline, abort) and the operation then resolved;
    * - with undefined, when the operation failed (a client-side timeout, a dropped connection) or the

@@ -24,7 +24,7 @@ export interface KeyedWaitersHooks {
  * The adapter kit's waiter set: the local waiters of each key, in arrival order. A release wakes
  * ONE waiter (FIFO local hand-off, as java.util.concurrent's AbstractQueuedSynchronizer signals only
  * the head): waking all of them makes every release cost one attempt per waiter, which is what made
- * 10,000 waiters on one key collapse (issue 14). A woken waiter that finds the key taken again waits
+ * 10,000 waiters on one key collapse. A woken waiter that finds the key taken again waits
  * again; one that gave up is already out of the queue, so the wake goes to the next live one. Every
  * wait is bounded by its own timer, so a lost wake costs at most that bound.
  * Used by the memory store, the Redis release notifier and the PostgreSQL release listener.

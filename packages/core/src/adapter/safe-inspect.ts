@@ -4,7 +4,7 @@ import { inspect } from 'node:util';
  * Makes instances of `target` print as `summary(instance)` under util.inspect (console.log, any
  * depth, showHidden), JSON.stringify and String(): objects that hold connections hold their
  * credentials too (ioredis keeps `options.password`, pg a pool's `connectionString`), and a
- * `console.log(client)` must never print them (issue 14). The summary names what is safe: the
+ * `console.log(client)` must never print them. The summary names what is safe: the
  * backend's name, counts, flags.
  */
 export function inspectSafely<T extends object>(

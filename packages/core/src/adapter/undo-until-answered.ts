@@ -1,7 +1,7 @@
 import { onAbort } from './abort-fanout.js';
 
 /**
- * The undo of an attempt the caller gave up on, retried until the server answers (issue 14).
+ * The undo of an attempt the caller gave up on, retried until the server answers.
  *
  * A single try is not enough: on a frozen server the undo times out just like the attempt did, and
  * the attempt still runs when the server wakes, leaving a lease nobody holds for its whole ttl (seen

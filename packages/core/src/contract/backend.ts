@@ -21,7 +21,7 @@ export interface LockBackend extends BackendDrivers {
   readonly endpoint?: string;
   /**
    * The adapter's own deadline of one call (its command or statement timeout), in ms. Core bounds
-   * each call a little above it and lets an acquire settle no later than waitMs + this (issue 14).
+   * each call a little above it and lets an acquire settle no later than waitMs + this.
    * Absent: 10 000.
    */
   readonly callTimeoutMs?: number;

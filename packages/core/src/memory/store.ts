@@ -72,7 +72,7 @@ export class MemoryStore {
 
   private notify(key: string): void {
     // One waiter per release (FIFO hand-off): waking all made each release cost an attempt per
-    // waiter, and 10,000 waiters on one key timed out (issue 14). A woken waiter that finds the
+    // waiter, and 10,000 waiters on one key timed out. A woken waiter that finds the
     // key taken again waits again; one that gave up has already left the queue.
     this.waiters.wakeOne(key);
   }

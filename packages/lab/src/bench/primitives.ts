@@ -3,7 +3,7 @@ import type { BenchRow, Subject, Workload } from './subject.js';
 import { openContended, openUncontended, type Slicer } from './workloads.js';
 
 /**
- * Bench rows of read-write locks and semaphores (issue 16): the uncontended cost of one permit,
+ * Bench rows of read-write locks and semaphores: the uncontended cost of one permit,
  * read or write beside the mutex's, a semaphore of 5 permits under 20 workers beside
  * redis-semaphore's Semaphore, and a read-heavy read-write lock beside the mutex running the same loop.
  */
@@ -46,7 +46,7 @@ function mutexBaseline(row: BenchRow, rows: readonly BenchRow[]): BenchRow | und
  * to each semaphore row with a hold `boundPerSec`: P permits held h ms each cannot be acquired more
  * than P / h times a second, whatever the lock (the BLPOP/LPUSH token row measures the bound at hold 0).
  */
-/** The semaphore rows' shape (issue 16): 5 permits, 20 workers. */
+/** The semaphore rows' shape: 5 permits, 20 workers. */
 export const semaphorePermits = 5;
 export const semaphoreWorkers = 20;
 

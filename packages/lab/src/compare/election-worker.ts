@@ -8,7 +8,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /**
  * One participant of a leader election, shaped like the lock loop: each term is one interval,
  * during which the leader reads the registers, works for holdMs and writes with its term as the
- * fence (the README's advice: pass the term to the resources the leader writes). The term ends
+ * fence (the election guide's advice: pass the term to the resources the leader writes). The term ends
  * when the body returns; the next iteration is a new candidacy. Obeys term.signal like a lock's.
  */
 export async function runElectionWorker(cfg: WorkerConfig, port: RegisterPort, client: LockClient = clientFor(cfg)): Promise<void> {

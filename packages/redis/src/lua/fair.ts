@@ -150,7 +150,7 @@ return 1
 `;
 
 /**
- * The fair mode's multi-lock enqueue (issue 17; primitives.md section 4.1): in ONE script, the call
+ * The fair mode's multi-lock enqueue (primitives.md section 4.1): in ONE script, the call
  * takes every key of one hash slot whose queue is empty and joins the queue of every other, exactly
  * as fair-acquire does for one key (same layout: lock token, fence, queue, waiter deadlines on the
  * server clock). Scripts run one at a time, so two multi-locks stand in the same relative order in

@@ -41,7 +41,7 @@ end
 return 2
 `;
 
-export const hashUndoLua = `-- hash-reentrant mode, undo an attempt whose answer was lost (issue 14: a frozen server runs it
+export const hashUndoLua = `-- hash-reentrant mode, undo an attempt whose answer was lost (a frozen server runs it
 -- later). Takes back the hold only if the hash still names this attempt as the last to add one; if
 -- another hold came since, leaving ours costs at most the lease's ttl, taking theirs would be unsafe.
 -- KEYS[1] lock hash, KEYS[2] waiters' marker; ARGV[1] owner id, ARGV[2] attempt id, ARGV[3] channel

@@ -1,5 +1,5 @@
 /**
- * Read-write locks and semaphores on the fair mode's queue (issue 16; primitives.md sections 2.3 and
+ * Read-write locks and semaphores on the fair mode's queue (primitives.md sections 2.3 and
  * 3.3). One primitive of one key keeps five keys in one hash slot (kindKeys in modes/fair-kinds.ts):
  * KEYS[1] holders, a zset token -> lease end in SERVER ms (TIME), so a crashed holder frees only its
  * own hold at its own lease end (DistributedLock keeps one ttl for the whole reader set, Redisson a

@@ -23,7 +23,7 @@ export const fairCapabilities: Capabilities = Object.freeze({
   notifications: true,
   clock: 'server',
   fair: true,
-  // Read-write locks and semaphores on the same queue machinery (modes/fair-kinds.ts, issue 16);
+  // Read-write locks and semaphores on the same queue machinery (modes/fair-kinds.ts);
   // multi-locks queued on every key in one script per slot, elections with queued followers (modes/fair.ts).
   readWrite: true,
   semaphore: true,

@@ -29,7 +29,7 @@ export class FairMode extends FairQueue implements LockMode {
   }
 
   /**
-   * Elections on the fair queue (issue 17): a term is the fair lock on the election's key, its fence
+   * Elections on the fair queue: a term is the fair lock on the election's key, its fence
    * the term, the candidate's id inside the token (so the lock's value names the leader), and the
    * followers wait in the queue, so a resignation (a release) grants the next one in place.
    */
@@ -48,7 +48,7 @@ export class FairMode extends FairQueue implements LockMode {
   }
 
   /**
-   * Multi-key locks on the fair queue (issue 17): per hash slot, in the global (slot, key) order,
+   * Multi-key locks on the fair queue: per hash slot, in the global (slot, key) order,
    * one script takes every free key and queues on every other (lua/fair.ts), so two
    * multi-locks stand in the same order in every queue they share; then the call waits for the
    * grants of that slot before it enqueues in the next. At the deadline, on abort or on a failure,

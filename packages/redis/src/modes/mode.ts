@@ -20,7 +20,7 @@ export interface LockMode {
   /** One attempt; `token` (random, per attempt) is what an undo compares, where the mode uses one. */
   tryAcquire(request: AcquireRequest, token?: string): Promise<AttemptResult>;
   /**
-   * Best-effort undo of an attempt whose answer never came (issue 14): removes what this attempt's
+   * Best-effort undo of an attempt whose answer never came: removes what this attempt's
    * `token` may have written, and nothing else. Absent: the mode undoes by itself (redlock).
    */
   undoAcquire?(request: AcquireRequest, token: string): Promise<unknown>;

@@ -20,7 +20,7 @@ import { maxTimeoutMs, type AdvisoryServer } from './server.js';
 import { falseIfEnded } from './validate.js';
 
 /**
- * Leader election in advisory mode (issue 17, primitives.md §4.2): a term is the session-level
+ * Leader election in advisory mode (primitives.md §4.2): a term is the session-level
  * advisory lock of the election's key (the mutex's id: a lock and an election of one name exclude
  * each other, as in lease mode), held on a session of its own, so the server ends the term with the
  * session. The term number is the advisory fence, epoch * 2^36 + nextval drawn after the grant in

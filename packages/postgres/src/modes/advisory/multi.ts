@@ -14,7 +14,7 @@ import { maxTimeoutMs, type AdvisoryServer } from './server.js';
 import type { Session } from './sessions.js';
 
 /**
- * Multi-key locks in advisory mode (issue 17, primitives.md §4.1): every key of the set on ONE
+ * Multi-key locks in advisory mode (primitives.md §4.1): every key of the set on ONE
  * session, in ONE statement, in the one global order of their advisory ids (signed 64-bit, the
  * same on every client), so no two acquirers can wait on each other in a cycle (Havender's ordered
  * resources); the server's deadlock detector (deadlock_timeout) stays the backstop for cycles with

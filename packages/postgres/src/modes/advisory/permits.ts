@@ -4,7 +4,7 @@ import type { FenceNames } from '../../fence.js';
 import { createOnce } from '../../ddl.js';
 
 /**
- * A semaphore's `permits` in advisory mode (issue 16), so a client passing another number for a
+ * A semaphore's `permits` in advisory mode, so a client passing another number for a
  * semaphore in use is refused with InvalidArgumentError, as on Redis `fair` and ZooKeeper.
  *
  * Recorded in `<fence table>_permits` (gate id, key, permits), written and judged ONLY by a session

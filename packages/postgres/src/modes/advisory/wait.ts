@@ -7,7 +7,7 @@ export const queuedNotice = 'deadbolt: queued';
 /**
  * The advisory mutex's blocking wait as one server function, so that a waiter that already knows
  * the key is contended (its last attempt found it busy) queues in ONE round trip instead of a failed
- * pg_try_advisory_lock and then pg_advisory_lock (issue 18: in a 10-worker hand-off loop the try
+ * pg_try_advisory_lock and then pg_advisory_lock (in a 10-worker hand-off loop the try
  * was a third of each acquisition's statements, client writes and reads).
  *
  * Core's 'contended' event must still come as the waiter queues (tests order waiters by it): a

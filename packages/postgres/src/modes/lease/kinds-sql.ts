@@ -2,7 +2,7 @@ import { addColumnOnce, createIndexOnce, createOnce } from '../../ddl.js';
 import { legacyKindFunction } from './legacy-sql.js';
 
 /**
- * Read-write locks and semaphores in lease mode (issue 16), on the same design as the mutex queue
+ * Read-write locks and semaphores in lease mode, on the same design as the mutex queue
  * (sql.ts): holders are rows with a server-clock expiry in `<table>_holders` (token, key, kind,
  * fence, expires_at), waiters queue FIFO in `<table>_kwaiters` with their kind and permits, and
  * every call on a key first locks the key's row in `<table>_kinds` (created while the key has
