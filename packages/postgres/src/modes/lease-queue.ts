@@ -160,6 +160,8 @@ export class LeaseQueue {
     return new Promise<Grant | undefined>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let checking = false;
+      /** The latest re-check's call: a leave waits for it (see leave). */
+      let check: Promise<unknown> | undefined;
       const finish = (): void => {
         waiter.done = true;
         if (timer !== undefined) clearTimeout(timer);
@@ -200,7 +202,10 @@ export class LeaseQueue {
       const leave = (): void => {
         if (waiter.done) return;
         finish();
-        this.giveUp(waiter).then(() => resolve(undefined), reject);
+        // A re-check still under way runs the acquire function, which queues us again or takes the
+        // lock for us; sent on another connection, a leave could overtake it on the server and leave
+        // that entry or grant behind. So the leave goes once the re-check has settled.
+        this.giveUp(waiter, checking ? check : undefined).then(() => resolve(undefined), reject);
       };
       const onAbort = (): void => leave();
       const onTimer = (): void => {
@@ -209,7 +214,9 @@ export class LeaseQueue {
         if (Date.now() >= deadline) return leave();
         const checkedAt = Date.now();
         checking = true;
-        this.port.attempt(request, token, true).then(
+        const attempt = this.port.attempt(request, token, true);
+        check = attempt;
+        attempt.then(
           (row) => {
             checking = false;
             if (row.held) waiter.grant(this.grantOf(request, token, Number(row.fence), validFrom(row.sentAt, request.ttlMs)));
@@ -241,11 +248,15 @@ export class LeaseQueue {
     });
   }
 
-  /** The leave function: no entry left behind; a grant that raced us is passed on by the server. */
-  private giveUp(waiter: Waiter): Promise<void> {
+  /**
+   * The leave function: no entry left behind; a grant that raced us is passed on by the server.
+   * After `pending` (a call of ours on the key still under way) has settled, when given.
+   */
+  private giveUp(waiter: Waiter, pending?: Promise<unknown>): Promise<void> {
     waiter.done = true;
     this.waiters.delete(waiter.token);
-    const left = this.port.leave(waiter.request, waiter.token);
+    const leaveNow = (): Promise<void> => this.port.leave(waiter.request, waiter.token);
+    const left = pending === undefined ? leaveNow() : pending.then(leaveNow, leaveNow);
     this.leaving.add(left);
     const forget = (): void => {
       this.leaving.delete(left);
