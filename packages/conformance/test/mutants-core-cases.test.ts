@@ -122,13 +122,16 @@ class PollsEveryThreeSeconds extends MemoryBackend {
 
 /** A native wait that converts its time left to whole seconds, rounded down: 500 ms is no wait at all. */
 class WaitInWholeSeconds extends MemoryBackend {
-  constructor(store: MemoryStore, name: string) {
-    super(store, name);
-    (this as { acquireForKindsOnly: boolean }).acquireForKindsOnly = false;
-  }
-  override acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    const wholeSeconds = Math.floor((deadline - Date.now()) / 1_000) * 1_000;
-    return super.acquire(request, Date.now() + wholeSeconds, signal);
+  async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    const end = Date.now() + Math.floor((deadline - Date.now()) / 1_000) * 1_000;
+    for (;;) {
+      const result = await this.tryAcquire(request);
+      if (result.acquired) return result.grant;
+      request.onContended?.();
+      const remainingMs = end - Date.now();
+      if (remainingMs <= 0 || signal.aborted) return undefined;
+      await this.waitForChange(request.key, remainingMs, signal).catch(() => undefined);
+    }
   }
 }
 
@@ -139,14 +142,19 @@ class AbortedWaiterStays extends QueuedLocks {
 class MutexInServerQueue extends MemoryBackend {
   constructor(store: MemoryStore, name: string) {
     super(store, name);
-    (this as { acquireForKindsOnly: boolean }).acquireForKindsOnly = false;
     if (!(store.queued instanceof AbortedWaiterStays)) store.queued = new AbortedWaiterStays((id) => store.nextFence(id));
   }
   override tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
-    return super.tryAcquire({ ...request, kind: request.kind ?? { type: 'write' } });
+    return this.kinds.tryAcquire({ ...request, kind: request.kind ?? { type: 'write' } });
   }
-  override acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    return super.acquire({ ...request, kind: request.kind ?? { type: 'write' } }, deadline, signal);
+  acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
+    return this.kinds.acquire!({ ...request, kind: request.kind ?? { type: 'write' } }, deadline, signal);
+  }
+  override renew(grant: Grant, ttlMs: number): Promise<boolean> {
+    return this.kinds.renew(grant, ttlMs);
+  }
+  override release(grant: Grant): Promise<boolean> {
+    return this.kinds.release(grant);
   }
 }
 

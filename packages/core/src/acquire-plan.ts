@@ -1,4 +1,5 @@
-import type { LockBackend, LockKind } from './backend.js';
+import type { LockKind } from './backend.js';
+import type { HoldDriver } from './contract/drivers.js';
 import type { Lock } from './types.js';
 
 /** One acquire's settled parameters: keys, owner, lease and wait, made once before the first attempt. */
@@ -16,6 +17,8 @@ export interface AcquirePlan {
   readonly signal: AbortSignal | undefined;
   /** Read, write or permit; undefined for the mutex. */
   readonly kind: LockKind | undefined;
+  /** The driver that attempts, and then keeps, this hold: the mutex's (the backend), or the kinds driver. */
+  readonly driver: HoldDriver;
   /** The owner is a flow minted for this acquire alone: it holds nothing yet, so there is nothing to re-enter. */
   readonly freshOwner?: boolean;
 }
@@ -37,8 +40,3 @@ export interface AttemptContext {
 export type Settled =
   | { readonly outcome: Lock | Busy; readonly error?: undefined }
   | { readonly outcome?: undefined; readonly error: unknown };
-
-/** Whether the backend's native `acquire` serves this plan (see LockBackend.acquireForKindsOnly). */
-export function queuesNatively(backend: LockBackend, plan: AcquirePlan): boolean {
-  return backend.acquire !== undefined && (plan.kind !== undefined || backend.acquireForKindsOnly !== true);
-}

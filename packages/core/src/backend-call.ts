@@ -1,6 +1,7 @@
 import { guardCall } from './adapter/call-guard.js';
 import { DeadlineWheel } from './adapter/deadline-wheel.js';
 import type { AttemptResult, Grant, LockBackend } from './backend.js';
+import type { HoldKeeper } from './contract/drivers.js';
 
 /** An adapter's call deadline when it declares none (LockBackend.callTimeoutMs). */
 const defaultCallTimeoutMs = 10_000;
@@ -14,19 +15,17 @@ const sharedDeadlines = new DeadlineWheel();
 export interface CallPolicy {
   /** Deadline; default: the backend's callTimeoutMs + slack. */
   readonly timeoutMs?: number;
-  /** Release a grant that lands after core gave up (acquire calls). */
-  readonly undoLateGrant?: boolean;
+  /** Release a grant that lands after core gave up (acquire calls) through this driver, the one that issued it. */
+  readonly undoBy?: HoldKeeper;
   /** The attempt's lease ttl: how long that release is retried at most (a frozen server). */
   readonly leaseTtlMs?: number;
   /** close() cuts the call short (every call but close()'s own releases). Default true. */
   readonly closable?: boolean;
 }
 
-/** Where a call runs: the client's close() signal, its loaded backend and that backend's undo of a late grant (made once). */
+/** Where a call runs: the client's close() signal. */
 export interface CallSite {
   readonly closing: AbortSignal;
-  readonly loaded: LockBackend | undefined;
-  readonly undoLate: ((late: unknown) => Promise<unknown> | undefined) | undefined;
 }
 
 export function callTimeoutOf(backend: LockBackend): number {
@@ -62,7 +61,7 @@ export function callBackend<T>(
     // hand-off otherwise arms and clears a Node timer of its own length per acquire.
     deadlines: backend.boundsCalls === true ? sharedDeadlines : undefined,
     signal: policy.closable === false ? undefined : site.closing,
-    undo: policy.undoLateGrant ? (backend === site.loaded ? site.undoLate : undoLateGrantOn(backend)) : undefined,
+    undo: policy.undoBy === undefined ? undefined : undoLateGrantOn(policy.undoBy),
     undoWithinMs: policy.leaseTtlMs,
   });
 }
@@ -76,10 +75,20 @@ function lateGrant(late: unknown): Grant | undefined {
   return undefined;
 }
 
-/** Releases the grant inside a late answer (see GuardedCall.undo). */
-export function undoLateGrantOn(backend: LockBackend): (late: unknown) => Promise<unknown> | undefined {
-  return (late) => {
-    const grant = lateGrant(late);
-    return grant === undefined ? undefined : backend.release(grant);
-  };
+type Undo = (late: unknown) => Promise<unknown> | undefined;
+
+/** Each driver's undo, made once: not a closure per acquire. */
+const undoers = new WeakMap<HoldKeeper, Undo>();
+
+/** Releases the grant inside a late answer (see GuardedCall.undo) through `keeper`, the driver that issued it. */
+export function undoLateGrantOn(keeper: HoldKeeper): Undo {
+  let undo = undoers.get(keeper);
+  if (undo === undefined) {
+    undo = (late) => {
+      const grant = lateGrant(late);
+      return grant === undefined ? undefined : keeper.release(grant);
+    };
+    undoers.set(keeper, undo);
+  }
+  return undo;
 }

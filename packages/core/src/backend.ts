@@ -40,8 +40,8 @@ export interface Capabilities {
    */
   readonly lockDelay?: boolean;
   /**
-   * The operator API (`client.inspect`, `forceRelease`, `list`): the backend implements
-   * OperationsBackend. Absent: false (those calls refuse with UnsupportedOperationError).
+   * The operator API (`client.inspect`, `forceRelease`, `list`): the backend offers an operations
+   * driver (`LockBackend.operations`). Absent: false (those calls refuse with UnsupportedOperationError).
    */
   readonly operations?: boolean;
 }
@@ -92,8 +92,9 @@ export interface AcquireRequest {
    */
   readonly onLost: (grant: Grant, cause: Error) => void;
   /**
-   * Called by a native `acquire` when the server has queued us behind another holder (at most the
-   * first time matters): core emits 'contended'. Backends that set `acquireQueuesAtOnce` must call it.
+   * Called by a native `acquire` when it finds the lock held and waits behind another holder (at
+   * most the first time matters): core emits 'contended'. Every native `acquire` must call it, as it
+   * makes its own first attempt (core calls it instead of tryAcquire whenever the caller may wait).
    */
   readonly onContended?: () => void;
 }
@@ -165,24 +166,12 @@ export interface LockBackend extends BackendDrivers {
 
   /**
    * Optional native waiting: the server queues us (blocking advisory lock, ZooKeeper's predecessor
-   * watch). Resolves with a grant, or `undefined` when `deadline` (Date.now() ms) passes or `signal`
-   * aborts; must leave nothing behind in either case. When present, core uses it instead of
-   * tryAcquire + waitForChange.
+   * watch). It makes its own first attempt and calls `request.onContended` when it finds the lock
+   * held. Resolves with a grant, or `undefined` when `deadline` (Date.now() ms) passes or `signal`
+   * aborts; must leave nothing behind in either case. When present, core calls it instead of
+   * tryAcquire (+ waitForChange) whenever the caller may wait.
    */
   acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
-
-  /**
-   * True when `acquire` costs no more than `tryAcquire` on a free lock and reports queueing through
-   * `request.onContended` (ZooKeeper: both create the same node). Core then skips the plain first
-   * attempt, whose failure would cost a create, a listing and a delete before queueing anyway.
-   */
-  readonly acquireQueuesAtOnce?: boolean;
-
-  /**
-   * True when `acquire` is there only for the kinds (read, write, permit: their FIFO queue), and a
-   * mutex waits with `tryAcquire` + `waitForChange` as if `acquire` were absent (the memory backend).
-   */
-  readonly acquireForKindsOnly?: boolean;
 
   /**
    * Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone.
@@ -199,8 +188,8 @@ export interface LockBackend extends BackendDrivers {
   /**
    * One read, no write: true only while this exact grant (its token, not merely its key or owner)
    * still holds on the server, by the server's clock where it has one; false when it was released,
-   * expired, taken by another or its session ended. Throws when the server cannot be asked. Read,
-   * write and permit grants are told apart by the grant itself, as in renew and release. Absent:
+   * expired, taken by another or its session ended. Throws when the server cannot be asked. Core
+   * sends it only the grants this object issued (each driver validates its own). Absent:
    * `lock.validate()` refuses with UnsupportedOperationError before any I/O.
    */
   validate?(grant: Grant): Promise<boolean>;

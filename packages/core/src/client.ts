@@ -1,10 +1,12 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { inspectSafely } from './adapter/safe-inspect.js';
-import { Busy, queuesNatively, type AcquirePlan, type AttemptContext, type Settled } from './acquire-plan.js';
+import { Busy, type AcquirePlan, type AttemptContext, type Settled } from './acquire-plan.js';
 import type { AcquireRequest, Grant, LockBackend, LockKind } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
-import { callBackend, callTimeoutOf, safetyNetSlackMs, undoLateGrantOn, type CallPolicy, type CallSite } from './backend-call.js';
+import { callBackend, callTimeoutOf, safetyNetSlackMs, type CallPolicy, type CallSite } from './backend-call.js';
+import type { HoldKeeper } from './contract/drivers.js';
+import { driversOf, type Drivers } from './contract/legacy.js';
 import { resolveConfig } from './config.js';
 import { BackendUnavailableError, ClientClosedError, LockLostError, LockReleasedError, LockTimeoutError } from './errors.js';
 import {
@@ -23,7 +25,6 @@ import { linkSignals, lostReason } from './link-signals.js';
 import { LockHandle, type HandleOwner } from './lock-handle.js';
 import { DeadboltElection } from './election.js';
 import { ForcedReleaseError } from './forced-release-error.js';
-import { isOperationsBackend } from './operations-backend.js';
 import { forceReleaseKey, inspectKey, listInspections, type OperationsSite } from './operations.js';
 import type { ListOptions, LockInspection } from './operations-types.js';
 import { acquireAll } from './multi-lock.js';
@@ -57,6 +58,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private renewer: Renewer | undefined;
   /** The backend once loaded: the hot path reads it without awaiting backendLoading again. */
   private loaded: LockBackend | undefined;
+  /** The loaded backend's drivers (contract/legacy.ts), read once. */
+  private drivers: Drivers | undefined;
   private readonly leases = new Map<string, Lease>();
   private readonly closing = new AbortController();
   private closed: Promise<void> | undefined;
@@ -254,6 +257,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     mayWait: boolean,
     kind: LockKind | undefined,
   ): AcquirePlan {
+    const drivers = backend === this.loaded ? this.drivers! : driversOf(backend);
     if (kind) checkKindSupported(kind, backend.capabilities, backend.name, key);
     const prefix = this.configuredPrefix ?? backend.defaultPrefix ?? '';
     const ttlMs = options?.ttlMs ?? this.defaults.ttlMs;
@@ -272,6 +276,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       expiringThresholdMs: options?.expiringThresholdMs ?? this.defaults.expiringThresholdMs,
       signal: options?.signal,
       kind,
+      // A kind's holds are the kinds driver's (checkKindSupported made sure the backend offers kinds).
+      driver: kind === undefined ? drivers.mutex : (drivers.kinds ?? drivers.mutex),
     };
     validateAgainstCapabilities(plan.fullKey, key, ttlMs, backend.capabilities, backend.name);
     checkLockDelaySupported(plan.lockDelayMs, backend.capabilities, backend.name, key, kind);
@@ -375,8 +381,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         if (!mayWait) return null;
         throw this.timeout(backend, plan, attempts);
       }
-      if (queuesNatively(backend, plan)) continue;
-      await waitForTurn(backend, plan.fullKey, attempts, remainingMs, outcome.retryAfterMs, signal);
+      await waitForTurn(plan.driver, plan.fullKey, attempts, remainingMs, outcome.retryAfterMs, signal);
     }
   }
 
@@ -430,16 +435,14 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   /** A plain attempt (tryAcquire), or the backend's native wait. */
   private freshAttempt(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, at: AttemptContext): Promise<Lock | Busy> {
-    const { startedAt, signal, attempts } = at;
+    const { startedAt, signal } = at;
     const sentAt = Date.now();
-    // Native waiting (server queue, ZooKeeper watch) after one plain attempt: an uncontended lock
-    // costs the same as anywhere else, and a busy one is reported ('contended') before we queue.
-    // A backend whose queueing is as cheap as an attempt queues at once and reports contention itself.
-    if (queuesNatively(backend, plan) && plan.waitMs > 0 && (attempts > 1 || backend.acquireQueuesAtOnce === true)) {
-      return this.nativeAttempt(backend, plan, request, at, sentAt);
-    }
-    return this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), {
-      undoLateGrant: true,
+    const { driver } = plan;
+    // A native wait (server queue, ZooKeeper watch) makes its own first attempt and reports
+    // contention itself: whenever the caller may wait, it is the only call.
+    if (plan.waitMs > 0 && driver.acquire !== undefined) return this.nativeAttempt(backend, plan, request, at, sentAt);
+    return this.call(backend, 'acquire', plan.userKey, () => driver.tryAcquire(request), {
+      undoBy: driver,
       leaseTtlMs: plan.ttlMs,
     }).then((result) => {
       if (!result.acquired) return new Busy(result.retryAfterMs);
@@ -474,9 +477,10 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       },
     };
     // A native wait may not honour its deadline on a frozen server: bound it by the wait plus one call.
-    return this.call(backend, 'acquire', plan.userKey, () => backend.acquire!(queued, deadline, signal), {
+    const { driver } = plan;
+    return this.call(backend, 'acquire', plan.userKey, () => driver.acquire!(queued, deadline, signal), {
       timeoutMs: Math.max(0, deadline - Date.now()) + callTimeoutOf(backend) + safetyNetSlackMs,
-      undoLateGrant: true,
+      undoBy: driver,
       leaseTtlMs: plan.ttlMs,
     }).then((grant) => {
       // Granted in the same instant as an abort: give it back rather than leave it held.
@@ -489,7 +493,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   /** A grant that landed as the acquire was aborted: released, and the abort's reason thrown. */
   private async giveBack(backend: LockBackend, plan: AcquirePlan, grant: Grant, signal: AbortSignal): Promise<never> {
-    await this.call(backend, 'release', plan.userKey, () => backend.release(grant), { closable: false }).catch(() => false);
+    await this.call(backend, 'release', plan.userKey, () => plan.driver.release(grant), { closable: false }).catch(() => false);
     throw signal.reason;
   }
 
@@ -497,8 +501,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
   private async reenter(backend: LockBackend, plan: AcquirePlan, request: AcquireRequest, lease: Lease): Promise<Lock | undefined> {
     if (backend.capabilities.reentrant === 'server') {
       // The server keeps the count (hash-reentrant): it must see every hold and every release.
-      const result = await this.call(backend, 'acquire', plan.userKey, () => backend.tryAcquire(request), {
-        undoLateGrant: true,
+      const result = await this.call(backend, 'acquire', plan.userKey, () => plan.driver.tryAcquire(request), {
+        undoBy: plan.driver,
         leaseTtlMs: plan.ttlMs,
       });
       if (!result.acquired) {
@@ -512,13 +516,22 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     return new LockHandle(lease, this);
   }
 
-  private grantLock(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number): Lock {
+  /** Adopts a grant as a held lock, kept by `keeper`: the driver that issued it. */
+  private grantLock(
+    backend: LockBackend,
+    plan: AcquirePlan,
+    grant: Grant,
+    sentAt: number,
+    startedAt: number,
+    keeper: HoldKeeper = plan.driver,
+  ): Lock {
     const id = kindLeaseId(plan.fullKey, plan.owner, plan.kind, grant.token);
     const lease = new Lease(
       plan.userKey,
       plan.fullKey,
       plan.owner,
       grant,
+      keeper,
       plan.ttlMs,
       plan.autoRenew,
       backend.capabilities.lease === 'session',
@@ -559,7 +572,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       throw lostReason(lease.controller.signal) ?? new LockLostError('lease expired', context);
     }
     const sentAt = Date.now();
-    const renewed = await this.call(backend, 'renew', lease.userKey, () => backend.renew(lease.grant, lease.ttlMs));
+    const renewed = await this.call(backend, 'renew', lease.userKey, () => lease.keeper.renew(lease.grant, lease.ttlMs));
     if (!renewed) {
       await this.markRefused(backend, lease, 'the renewal was refused: the lock expired or another owner holds it');
       throw lostReason(lease.controller.signal) ?? new LockLostError('renewal refused', context);
@@ -614,7 +627,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     // Compare-and-delete is safe even after a local loss: it removes the key only if it is still ours.
     // After a loss that release is only tidying up, so its failure is not the caller's problem.
     const tidyingUp = lease.lost;
-    return this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), { closable: false }).then(
+    return this.call(backend, 'release', lease.userKey, () => lease.keeper.release(lease.grant), { closable: false }).then(
       (deleted) => {
         if (!deleted && !lease.lost) this.markLost(lease, 'at release the lock was no longer ours (expired or taken over)');
         this.emitReleased(lease);
@@ -660,8 +673,9 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
    * marker, one read says whether an operator took it back; the loss then says who.
    */
   private async markRefused(backend: LockBackend, lease: Lease, reason: string): Promise<void> {
-    if (isOperationsBackend(backend) && backend.forcedBy) {
-      const by = await this.call(backend, 'renew', lease.userKey, () => backend.forcedBy!(lease.grant)).catch(() => undefined);
+    const operations = driversOf(backend).operations;
+    if (operations?.forcedBy) {
+      const by = await this.call(backend, 'renew', lease.userKey, () => operations.forcedBy!(lease.grant)).catch(() => undefined);
       if (by !== undefined) {
         const cause = new ForcedReleaseError(by, { key: lease.userKey, backend: backend.name });
         this.markLost(lease, cause.message, cause);
@@ -691,7 +705,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
       plan: (backend, key, options, mayWait) => this.plan(backend, key, options, mayWait, undefined),
       acquire: (key, options) => this.acquire(key, options),
       holds: (fullKey, owner) => this.leases.get(kindLeaseId(fullKey, owner, undefined, ''))?.lost === false,
-      adopt: (backend, plan, grant, sentAt, startedAt) => this.grantLock(backend, plan, grant, sentAt, startedAt),
+      adopt: (backend, plan, grant, sentAt, startedAt, keeper) => this.grantLock(backend, plan, grant, sentAt, startedAt, keeper),
       call: (backend, action, key, fn, how) =>
         this.call(
           backend,
@@ -701,7 +715,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
           how?.release
             ? { closable: false }
             : {
-                undoLateGrant: true,
+                undoBy: how?.undoBy ?? driversOf(backend).mutex,
                 ...(how?.waitUntil === undefined
                   ? {}
                   : { timeoutMs: Math.max(0, how.waitUntil - Date.now()) + callTimeoutOf(backend) + safetyNetSlackMs }),
@@ -716,9 +730,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
 
   private adopt(backend: LockBackend): LockBackend {
     this.backendLabel = backend.name;
+    this.drivers = driversOf(backend);
     this.loaded = backend;
-    this.callSite.loaded = backend;
-    this.callSite.undoLate = undoLateGrantOn(backend);
     this.renewer = new Renewer(backend, {
       renewed: (lease) => {
         this.emit('renewed', { key: lease.userKey, owner: lease.owner });
@@ -738,12 +751,8 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
     return callBackend(backend, action, key, fn, policy, this.callSite);
   }
 
-  /** `call`'s close() signal and its undo of a late grant on the loaded backend: made once, not per call. */
-  private readonly callSite: { -readonly [K in keyof CallSite]: CallSite[K] } = {
-    closing: this.closing.signal,
-    loaded: undefined,
-    undoLate: undefined,
-  };
+  /** `call`'s close() signal: made once, not per call. */
+  private readonly callSite: CallSite = { closing: this.closing.signal };
 
   private assertOpen(key: string): void {
     if (this.closed) throw new ClientClosedError({ key, backend: this.backendLabel });
@@ -787,7 +796,7 @@ export class DeadboltClient implements LockClient, HandleOwner, KindAcquirer {
         // instead of a call on the closed backend.
         lease.lost = true;
         lease.controller.abort(new ClientClosedError({ key: lease.userKey, backend: backend.name }));
-        await this.call(backend, 'release', lease.userKey, () => backend.release(lease.grant), { closable: false });
+        await this.call(backend, 'release', lease.userKey, () => lease.keeper.release(lease.grant), { closable: false });
       }),
     );
     await backend.close();

@@ -18,6 +18,9 @@ export interface TermGrant extends Grant {
 }
 
 /**
+ * Deprecated (the old style, read by contract/legacy.ts until every adapter offers drivers): an
+ * election now comes as `LockBackend.election`, an ElectionDriver.
+ *
  * The optional election part of the adapter contract (`client.elect`, `capabilities.election`).
  * A term is a grant: core renews it, releases it and declares it lost exactly as a lock, so a
  * leader's signal aborts before its lease (or session) can end on the server.
@@ -35,6 +38,7 @@ export interface ElectionBackend extends LockBackend {
   leaderInfo?(key: string): Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
 }
 
+/** Deprecated with ElectionBackend: core reads `driversOf(backend).election`. */
 export function isElectionBackend(backend: LockBackend): backend is ElectionBackend {
   const candidate = backend as Partial<ElectionBackend>;
   return typeof candidate.campaign === 'function' && typeof candidate.leader === 'function';

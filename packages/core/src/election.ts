@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Grant } from './backend.js';
+import type { Grant, LockBackend } from './backend.js';
 import { backoffDelayMs } from './backoff.js';
 import { candidacyBackoff, isTransient } from './candidacy-retry.js';
-import { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from './election-backend.js';
+import type { ElectionDriver } from './contract/drivers.js';
+import { driversOf } from './contract/legacy.js';
+import type { CampaignRequest, TermGrant } from './election-backend.js';
 import { DeadboltError, InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import type { PrimitiveHost } from './primitive-host.js';
 import { observeLeader, leaderReader, validateObserveOptions } from './observe-leader.js';
@@ -61,18 +63,18 @@ export class DeadboltElection implements Election {
   }
 
   async leader(): Promise<string | null> {
-    const backend = await this.electionBackend();
+    const { backend, election } = await this.electionBackend();
     const plan = this.host.plan(backend, this.name, { owner: this.owner, lockDelayMs: 0 }, true);
-    const id = await this.host.call(backend, 'leader', this.name, () => backend.leader(plan.fullKey, this.options.layout));
+    const id = await this.host.call(backend, 'leader', this.name, () => election.leader(plan.fullKey, this.options.layout));
     return id ?? null;
   }
 
   observe(options?: ObserveOptions): AsyncIterable<LeaderChange> {
     validateObserveOptions(options, this.name, this.host.label());
     const read = async () => {
-      const backend = await this.electionBackend();
+      const { backend, election } = await this.electionBackend();
       const plan = this.host.plan(backend, this.name, { owner: this.owner, lockDelayMs: 0 }, true);
-      const reader = leaderReader(backend, plan.fullKey, this.options.layout);
+      const reader = leaderReader(election, plan.fullKey, this.options.layout);
       return this.host.call(backend, 'leader', this.name, reader);
     };
     return observeLeader(read, options, this.host.closing);
@@ -92,7 +94,7 @@ export class DeadboltElection implements Election {
     await this.endTerm();
     if (this.resigning.signal.aborted) return { done: true, value: undefined };
     this.host.assertOpen(this.name);
-    const backend = await this.electionBackend();
+    const { backend, election } = await this.electionBackend();
     const plan = this.host.plan(
       backend,
       this.name,
@@ -123,8 +125,9 @@ export class DeadboltElection implements Election {
       const deadline = Date.now() + campaignSliceMs;
       let grant: Grant | undefined;
       try {
-        grant = await this.host.call(backend, 'elect', this.name, () => backend.campaign(request, deadline, stop), {
+        grant = await this.host.call(backend, 'elect', this.name, () => election.campaign(request, deadline, stop), {
           waitUntil: deadline,
+          undoBy: election,
         });
       } catch (error) {
         // Resigned, closed or the caller's signal: the loop's top ends the candidacy with its reason.
@@ -139,11 +142,12 @@ export class DeadboltElection implements Election {
       failures = 0;
       if (!grant) continue;
       if (stop.aborted) {
-        await this.host.call(backend, 'release', this.name, () => backend.release(grant), { release: true }).catch(() => false);
+        await this.host.call(backend, 'release', this.name, () => election.release(grant), { release: true }).catch(() => false);
         continue;
       }
       const term = this.checkedTerm(grant);
-      const lock = this.host.adopt(backend, plan, grant, (grant as TermGrant).sentAt ?? sentAt, startedAt);
+      // The term is the election driver's to renew, validate and release: never the mutex's.
+      const lock = this.host.adopt(backend, plan, grant, (grant as TermGrant).sentAt ?? sentAt, startedAt, election);
       // The term's signal also aborts when we give the term up (resign, the body finished), so work
       // still running on it stops before the next leader's term can start.
       const ended = new AbortController();
@@ -182,9 +186,10 @@ export class DeadboltElection implements Election {
     this.host.emit('error', { key: this.name, error: error as Error });
   }
 
-  private async electionBackend(): Promise<ElectionBackend> {
+  private async electionBackend(): Promise<{ readonly backend: LockBackend; readonly election: ElectionDriver }> {
     const backend = await this.host.backend();
-    if (backend.capabilities.election === true && isElectionBackend(backend)) return backend;
+    const election = driversOf(backend).election;
+    if (backend.capabilities.election === true && election !== undefined) return { backend, election };
     throw new UnsupportedOperationError(
       'leader election',
       `backend ${backend.name} cannot give a leader a strictly increasing term that the server enforces (capabilities.election is false); elections run on memory, zookeeper, redis (mode=setnx or fair) and postgres (mode=lease or advisory)`,

@@ -1,5 +1,6 @@
 import type { Grant } from './backend.js';
 import { checkedOnRead } from './clock-signal.js';
+import type { HoldKeeper } from './contract/drivers.js';
 
 /**
  * What a client knows about one lock it holds: the grant, the timing of the lease, and how many
@@ -54,6 +55,8 @@ export class Lease {
     readonly fullKey: string,
     readonly owner: string,
     public grant: Grant,
+    /** The driver that issued the grant: it alone renews, validates and releases it. */
+    readonly keeper: HoldKeeper,
     readonly ttlMs: number,
     readonly autoRenew: boolean,
     readonly sessionBound: boolean,

@@ -16,6 +16,7 @@ export type MultiAttemptResult =
       readonly retryAfterMs?: number;
     };
 
+/** Deprecated (the old style, read by contract/legacy.ts): multi-key grants now come as `LockBackend.multi`, a MultiDriver. */
 export interface MultiLockBackend extends LockBackend {
   /**
    * The one global order in which core takes keys when it takes them one by one (Redis Cluster:

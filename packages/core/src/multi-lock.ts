@@ -3,7 +3,9 @@ import type { AcquirePlan } from './acquire-plan.js';
 import { checkedOnRead } from './clock-signal.js';
 import { InvalidArgumentError, LockLostError, UnsupportedOperationError } from './errors.js';
 import { validateTogether } from './lock-handle.js';
-import { defaultKeyOrder, type MultiLockBackend } from './multi-backend.js';
+import type { HoldKeeper, MultiDriver } from './contract/drivers.js';
+import { driversOf } from './contract/legacy.js';
+import { defaultKeyOrder } from './multi-backend.js';
 import { currentFlow, newFlow, runInFlow } from './owner.js';
 import type { PrimitiveHost } from './primitive-host.js';
 import { traced } from './telemetry.js';
@@ -38,7 +40,9 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
     // The client's default lock-delay is the plain lock's: a multi-lock runs without it.
     const plans = keys.map((key) => host.plan(backend, key, { ...options, lockDelayMs: 0 }, true));
     options?.signal?.throwIfAborted();
-    const ordered = inGlobalOrder(backend, plans);
+    const drivers = driversOf(backend);
+    const multi = drivers.multi;
+    const ordered = inGlobalOrder(backend, multi, plans);
     const attributes = {
       'deadbolt.key': label,
       'deadbolt.backend': backend.name,
@@ -49,11 +53,12 @@ export async function acquireAll(host: PrimitiveHost, keys: readonly string[], o
       'acquireAll',
       () => attributes,
       () => {
-        const multi = backend as MultiLockBackend;
         // A key this owner already holds is a re-entry, which only the per-key path counts.
         const reenters = ordered.some((plan) => host.holds(plan.fullKey, plan.owner));
-        if (!reenters && multi.acquireMany) return queued(host, multi, multi.acquireMany.bind(multi), ordered);
-        if (!reenters && multi.tryAcquireMany) return atomic(host, multi, multi.tryAcquireMany.bind(multi), ordered);
+        // The multi driver's grants are kept by its keeper, or by the mutex's driver when they are plain mutex holds.
+        const keeper = multi?.keeper ?? drivers.mutex;
+        if (!reenters && multi?.acquireMany) return queued(host, backend, keeper, multi.acquireMany.bind(multi), ordered);
+        if (!reenters && multi?.tryAcquireMany) return atomic(host, backend, keeper, multi.tryAcquireMany.bind(multi), ordered);
         return oneByOne(host, ordered, options);
       },
     );
@@ -78,10 +83,10 @@ function validateKeys(keys: unknown, backend: string): asserts keys is readonly 
   }
 }
 
-function inGlobalOrder(backend: LockBackend, plans: readonly AcquirePlan[]): AcquirePlan[] {
+function inGlobalOrder(backend: LockBackend, multi: MultiDriver | undefined, plans: readonly AcquirePlan[]): AcquirePlan[] {
   const byKey = new Map(plans.map((plan) => [plan.fullKey, plan]));
   const fullKeys = plans.map((plan) => plan.fullKey);
-  const order = (backend as MultiLockBackend).orderKeys?.(fullKeys) ?? defaultKeyOrder(fullKeys);
+  const order = multi?.orderKeys?.(fullKeys) ?? defaultKeyOrder(fullKeys);
   const ordered = order.map((key) => byKey.get(key));
   if (ordered.length !== plans.length || ordered.some((plan) => plan === undefined) || new Set(ordered).size !== plans.length) {
     throw new Error(`backend ${backend.name}: orderKeys returned a different set of keys`);
@@ -118,7 +123,8 @@ function requestsFor(host: PrimitiveHost, ordered: readonly AcquirePlan[], onCon
 async function atomic(
   host: PrimitiveHost,
   backend: LockBackend,
-  tryAcquireMany: NonNullable<MultiLockBackend['tryAcquireMany']>,
+  keeper: HoldKeeper,
+  tryAcquireMany: NonNullable<MultiDriver['tryAcquireMany']>,
   ordered: readonly AcquirePlan[],
 ): Promise<MultiLock> {
   const first = ordered[0]!;
@@ -129,14 +135,14 @@ async function atomic(
   const label = multiLabel(ordered.map((plan) => plan.userKey));
   for (let attempts = 1; ; attempts += 1) {
     const sentAt = Date.now();
-    const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests));
+    const result = await host.call(backend, 'acquire', label, () => tryAcquireMany(requests), { undoBy: keeper });
     if (result.acquired) {
       if (signal.aborted) {
-        await releaseGrants(host, backend, result.grants, label);
+        await releaseGrants(host, backend, keeper, result.grants, label);
         signal.throwIfAborted();
       }
       return new MultiLockHandle(
-        result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
+        result.grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt, keeper)),
         first.owner,
         backend.name,
       );
@@ -153,7 +159,8 @@ async function atomic(
 async function queued(
   host: PrimitiveHost,
   backend: LockBackend,
-  acquireMany: NonNullable<MultiLockBackend['acquireMany']>,
+  keeper: HoldKeeper,
+  acquireMany: NonNullable<MultiDriver['acquireMany']>,
   ordered: readonly AcquirePlan[],
 ): Promise<MultiLock> {
   const first = ordered[0]!;
@@ -168,20 +175,29 @@ async function queued(
   const label = multiLabel(ordered.map((plan) => plan.userKey));
   const sentAt = Date.now();
   const deadline = startedAt + first.waitMs;
-  const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, deadline, signal), { waitUntil: deadline });
-  if (grants && signal.aborted) await releaseGrants(host, backend, grants, label);
+  const grants = await host.call(backend, 'acquire', label, () => acquireMany(requests, deadline, signal), {
+    waitUntil: deadline,
+    undoBy: keeper,
+  });
+  if (grants && signal.aborted) await releaseGrants(host, backend, keeper, grants, label);
   signal.throwIfAborted();
   if (!grants) throw host.timeout(backend, first, 1);
   return new MultiLockHandle(
-    grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt)),
+    grants.map((grant, index) => host.adopt(backend, ordered[index]!, grant, sentAt, startedAt, keeper)),
     first.owner,
     backend.name,
   );
 }
 
-async function releaseGrants(host: PrimitiveHost, backend: LockBackend, grants: readonly Grant[], label: string): Promise<void> {
+async function releaseGrants(
+  host: PrimitiveHost,
+  backend: LockBackend,
+  keeper: HoldKeeper,
+  grants: readonly Grant[],
+  label: string,
+): Promise<void> {
   await Promise.allSettled(
-    [...grants].reverse().map((grant) => host.call(backend, 'release', label, () => backend.release(grant), { release: true })),
+    [...grants].reverse().map((grant) => host.call(backend, 'release', label, () => keeper.release(grant), { release: true })),
   );
 }
 

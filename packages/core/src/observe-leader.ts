@@ -1,4 +1,4 @@
-import type { ElectionBackend } from './election-backend.js';
+import type { ElectionDriver } from './contract/drivers.js';
 import { BackendUnavailableError, InvalidArgumentError } from './errors.js';
 import type { LeaderChange, ObserveOptions } from './operations-types.js';
 import { sleep } from './sleep.js';
@@ -63,10 +63,10 @@ export async function* observeLeader(
 }
 
 /** The backend's leader with its term (`leaderInfo`), or its id alone (`leader`) where it has no term to give. */
-export function leaderReader(backend: ElectionBackend, fullKey: string, layout: string | undefined): LeaderReader {
-  if (backend.leaderInfo) return () => backend.leaderInfo!(fullKey);
+export function leaderReader(election: ElectionDriver, fullKey: string, layout: string | undefined): LeaderReader {
+  if (election.leaderInfo) return () => election.leaderInfo!(fullKey);
   return async () => {
-    const id = await backend.leader(fullKey, layout);
+    const id = await election.leader(fullKey, layout);
     return id === undefined ? undefined : { id, term: undefined };
   };
 }

@@ -8,6 +8,9 @@ export interface BackendInspection {
 }
 
 /**
+ * Deprecated (the old style, read by contract/legacy.ts until every adapter offers drivers): the
+ * operator API now comes as `LockBackend.operations`, an OperationsDriver.
+ *
  * The optional operator part of the adapter contract (`client.inspect`, `forceRelease`, `list`).
  * Keys are full keys (the client's prefix applied). A backend without these methods makes core
  * refuse with UnsupportedOperationError before any I/O.
@@ -28,6 +31,7 @@ export interface OperationsBackend extends LockBackend {
   forcedBy?(grant: Grant): Promise<string | undefined>;
 }
 
+/** Deprecated with OperationsBackend: core reads `driversOf(backend).operations`. */
 export function isOperationsBackend(backend: LockBackend): backend is OperationsBackend {
   const candidate = backend as Partial<OperationsBackend>;
   return (

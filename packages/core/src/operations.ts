@@ -1,6 +1,7 @@
 import type { LockBackend } from './backend.js';
 import { InvalidArgumentError, UnsupportedOperationError } from './errors.js';
-import { isOperationsBackend, type OperationsBackend } from './operations-backend.js';
+import type { OperationsDriver } from './contract/drivers.js';
+import { driversOf } from './contract/legacy.js';
 import type { ForcedEvent, ListOptions, LockInspection } from './operations-types.js';
 import { describeValue, validateKey } from './validation.js';
 
@@ -16,8 +17,9 @@ export interface OperationsSite {
 }
 
 /** The backend's operator methods, or UnsupportedOperationError before any I/O. */
-function operationsOf(backend: LockBackend, operation: string, key: string | undefined): OperationsBackend {
-  if (isOperationsBackend(backend)) return backend;
+function operationsOf(backend: LockBackend, operation: string, key: string | undefined): OperationsDriver {
+  const operations = driversOf(backend).operations;
+  if (operations !== undefined) return operations;
   throw new UnsupportedOperationError(
     operation,
     `the ${backend.name} backend cannot read or take back holds (it implements no operator methods); the README's "Operating Deadbolt" section lists the backends that can`,

@@ -1,5 +1,6 @@
 import type { Grant, LockBackend } from './backend.js';
 import type { AcquirePlan } from './acquire-plan.js';
+import type { HoldKeeper } from './contract/drivers.js';
 import type { LockTimeoutError } from './errors.js';
 import type { AcquireOptions, Lock, LockEvents } from './types.js';
 
@@ -21,19 +22,20 @@ export interface PrimitiveHost {
   acquire(key: string, options: AcquireOptions | undefined): Promise<Lock>;
   /** Whether this client holds a live lease on (fullKey, owner): a re-entry, which only the single-key path counts. */
   holds(fullKey: string, owner: string): boolean;
-  /** Adopts a grant as a held lock: lease, renewal, 'acquired' event, metrics. */
-  adopt(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number): Lock;
+  /** Adopts a grant as a held lock kept by `keeper`, the driver that issued it: lease, renewal, 'acquired' event, metrics. */
+  adopt(backend: LockBackend, plan: AcquirePlan, grant: Grant, sentAt: number, startedAt: number, keeper: HoldKeeper): Lock;
   /**
    * One guarded backend call (typed errors, a safety-net deadline, close() cuts it short, a late
-   * single grant is given back). `waitUntil`: a native wait's own deadline, added to the net.
-   * `release`: a tidy-up release that close() must not cut short.
+   * single grant is given back, through `undoBy`, the driver that issued it: default the mutex's).
+   * `waitUntil`: a native wait's own deadline, added to the net. `release`: a tidy-up release
+   * that close() must not cut short.
    */
   call<T>(
     backend: LockBackend,
     action: string,
     key: string,
     fn: () => Promise<T>,
-    how?: { readonly waitUntil?: number; readonly release?: boolean },
+    how?: { readonly waitUntil?: number; readonly release?: boolean; readonly undoBy?: HoldKeeper },
   ): Promise<T>;
   onLost(grant: Grant, cause: Error): void;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;

@@ -1,4 +1,5 @@
 import type { LockBackend } from './backend.js';
+import type { HoldKeeper } from './contract/drivers.js';
 import { BackendUnavailableError } from './errors.js';
 import type { Lease } from './lease.js';
 
@@ -119,19 +120,33 @@ export class Renewer {
     this.hooks.expiring(lease, remainingMs, error);
   }
 
-  private async renewBatch(due: Lease[], sentAt: number): Promise<void> {
+  /** One batch per keeper (the driver that issued the holds): no driver is asked about another's grants. */
+  private renewBatch(due: Lease[], sentAt: number): void {
     for (const lease of due) lease.renewing = true;
+    const keeper = due[0]!.keeper;
+    if (due.every((lease) => lease.keeper === keeper)) {
+      void this.renewGroup(keeper, due, sentAt);
+      return;
+    }
+    const groups = new Map<HoldKeeper, Lease[]>();
+    for (const lease of due) {
+      const group = groups.get(lease.keeper);
+      if (group === undefined) groups.set(lease.keeper, [lease]);
+      else group.push(lease);
+    }
+    for (const [groupKeeper, group] of groups) void this.renewGroup(groupKeeper, group, sentAt);
+  }
+
+  private async renewGroup(keeper: HoldKeeper, due: Lease[], sentAt: number): Promise<void> {
     let results: readonly (boolean | Error)[];
     try {
-      if (this.backend.renewMany) {
-        results = await this.backend.renewMany(
+      if (keeper.renewMany) {
+        results = await keeper.renewMany(
           due.map((lease) => lease.grant),
           due.map((lease) => lease.ttlMs),
         );
       } else {
-        results = await Promise.all(
-          due.map((lease) => this.backend.renew(lease.grant, lease.ttlMs).catch((error: unknown) => toError(error))),
-        );
+        results = await Promise.all(due.map((lease) => keeper.renew(lease.grant, lease.ttlMs).catch((error: unknown) => toError(error))));
       }
     } catch (error) {
       results = due.map(() => toError(error));

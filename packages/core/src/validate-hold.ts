@@ -1,4 +1,5 @@
 import type { Grant, LockBackend } from './backend.js';
+import type { HoldKeeper } from './contract/drivers.js';
 import { UnsupportedOperationError } from './errors.js';
 import type { Lease } from './lease.js';
 import type { LockHandle } from './lock-handle.js';
@@ -23,26 +24,50 @@ export interface ValidateSite {
 export async function validateHolds(handles: readonly LockHandle[], site: ValidateSite): Promise<boolean> {
   const backend = await site.backend();
   const keys = handles.map((handle) => handle.key);
-  if (backend.validate === undefined) {
-    throw new UnsupportedOperationError(
-      'validate',
-      `backend ${backend.name} cannot ask the server whether a grant still holds (it implements no validate); check lock.held, and fence the resource`,
-      { key: multiLabel(keys), backend: backend.name },
-    );
+  const leases = [...new Set(handles.map((handle) => handle.lease))];
+  // One question per keeper (the driver that issued the holds), and none if any keeper cannot answer.
+  const byKeeper = new Map<HoldKeeper, Lease[]>();
+  for (const lease of leases) {
+    const group = byKeeper.get(lease.keeper);
+    if (group === undefined) byKeeper.set(lease.keeper, [lease]);
+    else group.push(lease);
+  }
+  for (const keeper of byKeeper.keys()) {
+    if (keeper.validate === undefined) {
+      throw new UnsupportedOperationError(
+        'validate',
+        `backend ${backend.name} cannot ask the server whether a grant still holds (it implements no validate); check lock.held, and fence the resource`,
+        { key: multiLabel(keys), backend: backend.name },
+      );
+    }
   }
   if (!handles.every((handle) => handle.held)) return false;
-  const leases = [...new Set(handles.map((handle) => handle.lease))];
-  const grants = leases.map((lease) => lease.grant);
-  const answers = await site.call(backend, multiLabel(keys), () => ask(backend, grants));
-  for (const [index, lease] of leases.entries()) {
-    // Released while the question was out: that release, not a loss, is why the server says no.
-    if (answers[index] !== true && !lease.lost && lease.holds > 0) site.refused(lease);
+  const label = multiLabel(keys);
+  const groups = [...byKeeper];
+  const answers = await Promise.all(
+    groups.map(([keeper, group]) =>
+      site.call(backend, label, () =>
+        ask(
+          keeper,
+          group.map((lease) => lease.grant),
+        ),
+      ),
+    ),
+  );
+  let valid = true;
+  for (const [index, [, group]] of groups.entries()) {
+    for (const [at, lease] of group.entries()) {
+      const answer = answers[index]![at];
+      if (answer !== true) valid = false;
+      // Released while the question was out: that release, not a loss, is why the server says no.
+      if (answer !== true && !lease.lost && lease.holds > 0) site.refused(lease);
+    }
   }
-  return answers.every((answer) => answer === true) && handles.every((handle) => handle.held);
+  return valid && handles.every((handle) => handle.held);
 }
 
-function ask(backend: LockBackend, grants: readonly Grant[]): Promise<readonly boolean[]> {
-  if (grants.length === 1) return backend.validate!(grants[0]!).then((answer) => [answer]);
-  if (backend.validateMany) return backend.validateMany(grants);
-  return Promise.all(grants.map((grant) => backend.validate!(grant)));
+function ask(keeper: HoldKeeper, grants: readonly Grant[]): Promise<readonly boolean[]> {
+  if (grants.length === 1) return keeper.validate!(grants[0]!).then((answer) => [answer]);
+  if (keeper.validateMany) return keeper.validateMany(grants);
+  return Promise.all(grants.map((grant) => keeper.validate!(grant)));
 }

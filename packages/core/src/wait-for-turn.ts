@@ -1,4 +1,4 @@
-import type { LockBackend } from './backend.js';
+import type { HoldDriver } from './contract/drivers.js';
 import { backoffDelayMs } from './backoff.js';
 import { sleep } from './sleep.js';
 
@@ -6,12 +6,12 @@ import { sleep } from './sleep.js';
 const notificationFallbackMs = 2_000;
 
 /**
- * Waits between attempts on a busy lock: for the backend's change notification where it has one,
+ * Waits between attempts on a busy lock: for the driver's change notification where it has one,
  * bounded by a fallback, else for a jittered backoff; never past the holder's known remaining lease
  * (`retryAfterMs`) or the acquire's deadline.
  */
 export async function waitForTurn(
-  backend: LockBackend,
+  driver: Pick<HoldDriver, 'waitForChange'>,
   fullKey: string,
   attempt: number,
   remainingMs: number,
@@ -19,13 +19,13 @@ export async function waitForTurn(
   signal: AbortSignal,
 ): Promise<void> {
   const hintMs = retryAfterMs !== undefined && retryAfterMs >= 0 ? retryAfterMs + 1 : Number.POSITIVE_INFINITY;
-  if (backend.waitForChange) {
+  if (driver.waitForChange) {
     // The fallback grows with the attempts, jittered: a crowd of waiters that keeps missing the
     // lock would otherwise poll the server in lockstep every 2 s (1,000 waiters: 500 attempts/s)
     // and starve the hand-off it is waiting for. Releases still wake the head at once.
     const fallbackMs = notificationFallbackMs * Math.min(attempt, 5) * (0.75 + Math.random() * 0.5);
     const maxWaitMs = Math.max(1, Math.min(remainingMs, hintMs, fallbackMs));
-    await backend.waitForChange(fullKey, maxWaitMs, signal);
+    await driver.waitForChange(fullKey, maxWaitMs, signal);
     signal.throwIfAborted();
     return;
   }

@@ -116,6 +116,11 @@ export class SpyBackend implements LockBackend {
     return this.inner.store;
   }
 
+  /** Read, write and permit holds stay the memory backend's own driver's (no spy on them). */
+  get kinds(): MemoryBackend['kinds'] {
+    return this.inner.kinds;
+  }
+
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     this.calls.tryAcquire += 1;
     if (this.controls.hangAcquires) return new Promise<never>(() => undefined);

@@ -9,11 +9,9 @@ import { SpyBackend, uniqueName } from './helpers.js';
  */
 class QueueingBackend extends SpyBackend {
   nativeAcquires = 0;
-  readonly acquireQueuesAtOnce: boolean;
 
-  constructor(queuesAtOnce: boolean) {
+  constructor() {
     super(uniqueName('native'));
-    this.acquireQueuesAtOnce = queuesAtOnce;
   }
 
   async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
@@ -43,24 +41,28 @@ function clientOn(backend: QueueingBackend): LockClient {
 }
 
 describe('native acquire', () => {
-  it('a backend that queues at once is asked to acquire directly: no plain attempt first', async () => {
-    const backend = new QueueingBackend(true);
+  it('a native acquire makes its own first attempt: a caller that may wait gets no plain attempt first', async () => {
+    const backend = new QueueingBackend();
     const lock = await clientOn(backend).acquire('k', { waitMs: 1000 });
     expect(backend.calls.tryAcquire).toBe(0);
     expect(backend.nativeAcquires).toBe(1);
     await lock.release();
   });
 
-  it('one plain attempt comes first for other native backends (a busy lock is reported before queueing)', async () => {
-    const backend = new QueueingBackend(false);
-    const lock = await clientOn(backend).acquire('k', { waitMs: 1000 });
-    expect(backend.calls.tryAcquire).toBe(1);
+  it('a caller that may not wait (tryAcquire, or waitMs 0) gets one plain attempt, never the native wait', async () => {
+    const backend = new QueueingBackend();
+    const client = clientOn(backend);
+    const lock = await client.tryAcquire('k');
+    expect(lock).not.toBeNull();
+    const zero = await client.acquire('other', { waitMs: 0 });
+    expect(backend.calls.tryAcquire).toBe(2);
     expect(backend.nativeAcquires).toBe(0);
-    await lock.release();
+    await lock?.release();
+    await zero.release();
   });
 
-  it("queueing at once still emits 'contended' exactly once, then hands the lock over on release", async () => {
-    const backend = new QueueingBackend(true);
+  it("the native wait emits 'contended' exactly once, then hands the lock over on release", async () => {
+    const backend = new QueueingBackend();
     const holder = await clientOn(backend).acquire('k', { waitMs: 1000 });
     const waiterClient = clientOn(backend);
     const contended: unknown[] = [];

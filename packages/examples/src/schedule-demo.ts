@@ -100,6 +100,10 @@ export async function scheduleReplica(replica: number, backend: string, job: str
   const callback = locks
     ? onceAcrossReplicas(locks, job, ({ scheduledAt }) => work(scheduledAt), { ...timing, onSkip: (skip) => tell(skip.scheduledAt, false) })
     : () => work(new Date(Math.floor(Date.now() / 1000) * 1000));
+  // Connected before it says ready: a replica's first claim must not pay for loading the adapter
+  // and connecting, or on a loaded machine every replica reaches the first tick after its hold
+  // ended and skips it.
+  if (locks) await (await locks.tryAcquire(`${job}:warm-up:${replica}`, { ttlMs: 1_000 }))?.release();
   const cron = new Cron('* * * * * *', callback);
   await new Promise<void>((resolve) => {
     process.on('message', (message) => {

@@ -5,23 +5,26 @@ import {
   inspectSafely,
   type AcquireRequest,
   type AttemptResult,
-  type CampaignRequest,
   type Capabilities,
+  type ElectionDriver,
   type Grant,
+  type KindsDriver,
   type LockBackend,
-  type MultiAttemptResult,
-  type OperationsBackend,
-  type TermGrant,
+  type MultiDriver,
+  type OperationsDriver,
+  type RunsDriver,
 } from '@deadbolt/core/adapter';
-import pg from 'pg';
+import type pg from 'pg';
 import { clientConfig } from './connect.js';
+import { classifyConnectionError } from './connection-errors.js';
+import { DedicatedSession } from './dedicated-session.js';
 import { existingListenSession, listenSessionFor } from './listen-session.js';
 import { ReleaseListener } from './listener.js';
 import type { ModeContext, PostgresLockMode } from './modes/mode.js';
 import { runOnceOn } from './run-once.js';
 import { modeEntry } from './modes/table.js';
-import type { ResolvedPostgresOptions } from './options.js';
-import { releaseChannel } from './sql.js';
+import type { ResolvedPostgresOptions } from './settings.js';
+import { releaseChannel } from './modes/lease/sql.js';
 import { StatementPool } from './statement-pool.js';
 
 /** Client-side slack over statement_timeout, which should fire first while the server runs. */
@@ -30,9 +33,9 @@ const slackMs = 500;
 /**
  * The PostgreSQL LockBackend, as packages/redis is organised: one backend owns what every mode shares
  * (the pg.Pool, the LISTEN connection, the closed state, error mapping, close) and delegates the
- * algorithm to the mode picked from the mode table (modes/table.ts). It offers exactly the optional
- * contract methods its mode has (native `acquire`, `waitForChange`, elections, multi-key). No I/O
- * here: connections open on first use.
+ * algorithm to the mode picked from the mode table (modes/table.ts). It is the mode's mutex driver
+ * and offers exactly the drivers its mode has (kinds, multi, election, operations; runs in every
+ * mode). No I/O here: connections open on first use.
  */
 export class PostgresBackend implements LockBackend {
   readonly name: string;
@@ -42,25 +45,15 @@ export class PostgresBackend implements LockBackend {
   readonly endpoint: string;
   /** One statement's deadline (connect + statement + slack); core's wait bound is waitMs + this. */
   readonly callTimeoutMs: number;
-  readonly acquireQueuesAtOnce?: boolean;
   readonly acquire?: (request: AcquireRequest, deadline: number, signal: AbortSignal) => Promise<Grant | undefined>;
   readonly waitForChange?: (key: string, maxWaitMs: number, signal: AbortSignal) => Promise<void>;
-  readonly orderKeys?: (fullKeys: readonly string[]) => readonly string[];
-  readonly tryAcquireMany?: (requests: readonly AcquireRequest[]) => Promise<MultiAttemptResult>;
-  readonly acquireMany?: (
-    requests: readonly AcquireRequest[],
-    deadline: number,
-    signal: AbortSignal,
-  ) => Promise<readonly Grant[] | undefined>;
-  readonly campaign?: (request: CampaignRequest, deadline: number, signal: AbortSignal) => Promise<TermGrant | undefined>;
-  readonly leader?: (key: string) => Promise<string | undefined>;
-  readonly leaderInfo?: (key: string) => Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
-  readonly inspect?: OperationsBackend['inspect'];
-  readonly forceRelease?: OperationsBackend['forceRelease'];
-  readonly listKeys?: OperationsBackend['listKeys'];
-  readonly forcedBy?: OperationsBackend['forcedBy'];
   readonly validate?: (grant: Grant) => Promise<boolean>;
   readonly validateMany?: (grants: readonly Grant[]) => Promise<readonly boolean[]>;
+  readonly kinds?: KindsDriver;
+  readonly multi?: MultiDriver;
+  readonly election?: ElectionDriver;
+  readonly operations?: OperationsDriver;
+  readonly runs: RunsDriver;
 
   private readonly mode: PostgresLockMode;
   private readonly statements: StatementPool;
@@ -74,17 +67,14 @@ export class PostgresBackend implements LockBackend {
     this.endpoint = options.endpoint;
     this.callTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs + slackMs;
     this.statements = new StatementPool(options, this.name, this.callTimeoutMs);
-    Object.assign(this, runOnceOn(options, this.statements));
+    this.runs = runOnceOn(options, this.statements);
     // The LISTEN session, shared by every backend of this process with the same settings (or the
     // same application pool, whose settings it is opened with): listen-session.ts says why.
     const listenConfig: pg.ClientConfig =
       options.ownPool === undefined ? clientConfig(options) : { ...(options.ownPool.options as pg.ClientConfig) };
     const listenTimeoutMs = options.connectTimeoutMs + options.statementTimeoutMs;
-    const open = (): pg.Client => {
-      const client = new pg.Client({ ...listenConfig, statement_timeout: options.statementTimeoutMs });
-      client.on('error', () => undefined);
-      return client;
-    };
+    const open = (onLost: () => void): DedicatedSession =>
+      new DedicatedSession({ ...listenConfig, statement_timeout: options.statementTimeoutMs }, onLost);
     const share = options.ownPool ?? `${JSON.stringify(listenConfig)}\u0000${options.statementTimeoutMs}\u0000${listenTimeoutMs}`;
     this.listener = new ReleaseListener(
       () => listenSessionFor(share, open, listenTimeoutMs),
@@ -108,26 +98,14 @@ export class PostgresBackend implements LockBackend {
     this.mode = mode;
     // Only what the mode has: core picks its paths by the presence of these methods.
     if (mode.acquire) this.acquire = mode.acquire.bind(mode);
-    if (mode.acquireQueuesAtOnce) this.acquireQueuesAtOnce = true;
     if (mode.waitForChange) this.waitForChange = mode.waitForChange.bind(mode);
-    if (mode.orderKeys) this.orderKeys = mode.orderKeys.bind(mode);
-    if (mode.tryAcquireMany) this.tryAcquireMany = mode.tryAcquireMany.bind(mode);
-    if (mode.acquireMany) this.acquireMany = mode.acquireMany.bind(mode);
     if (mode.validate) this.validate = mode.validate.bind(mode);
     if (mode.validateMany) this.validateMany = mode.validateMany.bind(mode);
-    if (mode.campaign && mode.leader) {
-      this.campaign = mode.campaign.bind(mode);
-      this.leader = mode.leader.bind(mode);
-      if (mode.leaderInfo) this.leaderInfo = mode.leaderInfo.bind(mode);
-    }
-    // The operator API only where the mode has it: core refuses it, before any I/O, where absent.
-    const ops = mode.operations;
-    if (ops) {
-      this.inspect = (key) => ops.inspect(key);
-      this.forceRelease = (key, by) => ops.forceRelease(key, by);
-      this.listKeys = (prefix) => ops.listKeys(prefix);
-      if (ops.forcedBy) this.forcedBy = (grant) => ops.forcedBy!(grant);
-    }
+    // The drivers only where the mode has them: core refuses a primitive, before any I/O, where absent.
+    if (mode.kinds) this.kinds = mode.kinds;
+    if (mode.multi) this.multi = mode.multi;
+    if (mode.election) this.election = mode.election;
+    if (mode.operations) this.operations = mode.operations;
   }
 
   tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
@@ -174,7 +152,7 @@ export class PostgresBackend implements LockBackend {
   private unavailable(action: string, key: string | undefined, error: unknown): DeadboltError {
     if (error instanceof DeadboltError) return error;
     return (
-      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }) ??
+      explainConnectionError(error, { action, key, backend: this.name, endpoint: this.endpoint }, classifyConnectionError) ??
       new BackendUnavailableError(action, { key, backend: this.name, cause: error })
     );
   }

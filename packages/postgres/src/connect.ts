@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { DeadlineExceededError, withDeadline } from '@deadbolt/core/adapter';
-import type { ResolvedPostgresOptions } from './options.js';
+import type { ResolvedPostgresOptions } from './settings.js';
 
 /**
  * The server's own dead-peer check on our sessions, in seconds (`tcp_keepalives_*`, settable by any

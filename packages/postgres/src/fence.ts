@@ -33,13 +33,13 @@ export interface FenceNames {
   readonly epochs: string;
   readonly live: string;
   readonly sequence: string;
-  /** Advisory elections: who leads each key, created on the first election (advisory-election.ts). */
+  /** Advisory elections: who leads each key, created on the first election (modes/advisory/election.ts). */
   readonly leaders: string;
-  /** Advisory semaphores: each one's permits while in use, created on the first semaphore (advisory-permits.ts). */
+  /** Advisory semaphores: each one's permits while in use, created on the first semaphore (modes/advisory/permits.ts). */
   readonly permits: string;
   /** ... and the function a permit is released with (v2: the semaphore's in-use lock, not a list of its slots). */
   readonly permitRelease: string;
-  /** The mutex's blocking wait that reports queueing as it starts (advisory-wait.ts). */
+  /** The mutex's blocking wait that reports queueing as it starts (modes/advisory/wait.ts). */
   readonly wait: string;
 }
 

@@ -1,6 +1,7 @@
 import { registerBackend, type BackendFactory, type LockBackend } from '@deadbolt/core/adapter';
 import { createPostgresBackendFromOptions } from './backend.js';
-import { resolvePostgresOptions, type PostgresBackendOptions } from './options.js';
+import { resolvePostgresOptions } from './options.js';
+import type { PostgresBackendOptions } from './settings.js';
 
 /**
  * `postgres://` and `postgresql://` for createLockClient. Validates every URL parameter and option
@@ -22,21 +23,15 @@ registerBackend('postgres', postgresBackendFactory);
 registerBackend('postgresql', postgresBackendFactory);
 
 export { PostgresBackend } from './backend.js';
-export { advisoryCapabilities } from './modes/advisory.js';
-export { leaseCapabilities } from './modes/lease.js';
+export { advisoryCapabilities } from './modes/advisory/mode.js';
+export { leaseCapabilities } from './modes/lease/mode.js';
 export { postgresModeTable, type PostgresModeEntry } from './modes/table.js';
 export { advisoryLockId, advisoryLockParts } from './key-hash.js';
-export { leaseSql, releaseChannel } from './sql.js';
+export { leaseSql, releaseChannel } from './modes/lease/sql.js';
 export { counterBits as fenceCounterBits } from './fence.js';
-export {
-  parsePostgresUrl,
-  resolvePostgresOptions,
-  postgresModes,
-  defaultStatementTimeoutMs,
-  defaultLeaseTable,
-  defaultFenceTable,
-} from './options.js';
-export type { PostgresBackendOptions, PostgresMode, ResolvedPostgresOptions } from './options.js';
+export { parsePostgresUrl, resolvePostgresOptions, postgresModes } from './options.js';
+export { defaultStatementTimeoutMs, defaultLeaseTable, defaultFenceTable } from './settings.js';
+export type { PostgresBackendOptions, PostgresMode, ResolvedPostgresOptions } from './settings.js';
 
 /** Types `options` by scheme in createLockClient (`{ url: 'postgres://...', options }`). */
 declare module '@deadbolt/core' {

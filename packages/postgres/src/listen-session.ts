@@ -1,8 +1,8 @@
 import { withDeadline } from '@deadbolt/core/adapter';
 import type pg from 'pg';
-import { endClient } from './connect.js';
+import type { DedicatedSession } from './dedicated-session.js';
 
-/** Every lease client's grant channel starts so (lease.ts); only their messages are deduplicated. */
+/** Every lease client's grant channel starts so (modes/lease/mode.ts); only their messages are deduplicated. */
 export const grantChannelPrefix = 'deadbolt_grant_';
 
 /** A user of the shared session (one backend's ReleaseListener). */
@@ -24,6 +24,7 @@ export interface ListenMember {
  */
 export class ListenSession {
   private client: pg.Client | undefined;
+  private link: DedicatedSession | undefined;
   private ready: Promise<pg.Client> | undefined;
   private readonly members = new Set<ListenMember>();
   /** Channel -> members that listen to it. */
@@ -40,7 +41,8 @@ export class ListenSession {
   private readonly commandTails = new WeakMap<pg.Client, Promise<void>>();
 
   constructor(
-    private readonly open: () => pg.Client,
+    /** A new session (not yet connected) whose loss calls `onLost`. */
+    private readonly open: (onLost: () => void) => DedicatedSession,
     private readonly timeoutMs: number,
     private readonly onEmpty: (session: ListenSession) => void,
   ) {}
@@ -88,10 +90,10 @@ export class ListenSession {
         void withDeadline(this.command(client, `UNLISTEN "${channel}"`), this.timeoutMs).catch(() => undefined);
     }
     if (this.members.size > 0) return;
-    const client = this.client;
+    const link = this.link;
     this.reset();
     this.onEmpty(this);
-    if (client !== undefined) void endClient(client);
+    if (link !== undefined) void link.end();
   }
 
   /**
@@ -135,28 +137,29 @@ export class ListenSession {
 
   private reset(): void {
     this.client = undefined;
+    this.link = undefined;
     this.ready = undefined;
     this.listens = new Map();
     this.done.clear();
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = this.open();
+    const link = this.open(() => broken());
+    const client = link.client;
     this.client = client;
+    this.link = link;
     const broken = (): void => {
       if (this.client !== client) return;
       this.reset();
-      void endClient(client);
+      void link.end();
       for (const member of [...this.members]) member.broken();
     };
-    client.on('error', broken);
-    client.on('end', broken);
     client.on('notification', (message) => {
       if (message.payload === undefined || this.client !== client) return;
       this.deliver(message.channel, message.payload);
     });
     try {
-      await withDeadline(client.connect(), this.timeoutMs);
+      await link.open({ connectMs: this.timeoutMs });
       return client;
     } catch (error) {
       broken();
@@ -170,7 +173,7 @@ const byConfig = new Map<string, ListenSession>();
 const byPool = new WeakMap<object, ListenSession>();
 
 /** The process-wide session for `share` (settings text, or the application's pool), created on demand. */
-export function listenSessionFor(share: string | object, open: () => pg.Client, timeoutMs: number): ListenSession {
+export function listenSessionFor(share: string | object, open: (onLost: () => void) => DedicatedSession, timeoutMs: number): ListenSession {
   const found = typeof share === 'string' ? byConfig.get(share) : byPool.get(share);
   if (found !== undefined) return found;
   const session = new ListenSession(open, timeoutMs, (empty) => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AcquireRequest, Grant, RunOnceBackend } from '@deadbolt/core/adapter';
-import type { ResolvedPostgresOptions } from './options.js';
+import type { AcquireRequest, Grant, RunsDriver } from '@deadbolt/core/adapter';
+import type { ResolvedPostgresOptions } from './settings.js';
 import { schemaOnce } from './schema-once.js';
 import type { StatementPool } from './statement-pool.js';
 
@@ -35,7 +35,7 @@ export function runOnceSql(table: string, schema?: string) {
 }
 
 /** claimRun, shortenRun, saveRun and loadRun on the backend's statement pool (typed errors, deadlines). */
-export function runOnceOn(options: ResolvedPostgresOptions, statements: StatementPool): Required<RunOnceBackend> {
+export function runOnceOn(options: ResolvedPostgresOptions, statements: StatementPool): Required<RunsDriver> {
   const sql = runOnceSql(options.table, options.schema);
   const ensureTable = schemaOnce(async (key: string) => {
     for (const statement of sql.schema) await statements.query('runOnce', key, statement, []);

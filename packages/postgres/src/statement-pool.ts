@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { BackendUnavailableError, DeadboltError, guardCall, withDeadline } from '@deadbolt/core/adapter';
+import { BackendUnavailableError, closedError, DeadboltError, guardCall, withDeadline } from '@deadbolt/core/adapter';
 import pg from 'pg';
 import { CheckedOutConnection } from './checked-out.js';
 import { clientConfig, Gate, isAlreadyExists } from './connect.js';
-import { quoteLiteral } from './kinds-sql.js';
-import type { ResolvedPostgresOptions } from './options.js';
+import { classifyConnectionError } from './connection-errors.js';
+import { quoteLiteral } from './ddl.js';
+import type { ResolvedPostgresOptions } from './settings.js';
 
 /**
  * The pg.Pool a mode runs single statements on (ours, or the application's own, which Deadbolt
@@ -88,7 +89,7 @@ export class StatementPool {
     undo?: () => Promise<unknown>,
     undoWithinMs?: number,
   ): Promise<T> {
-    if (this.closing) return Promise.reject(this.closedError(action, key));
+    if (this.closing) return Promise.reject(closedError(action, key, this.name));
     const guarded = (): Promise<T> => {
       const connection = new CheckedOutConnection();
       const onConnection = (client: pg.PoolClient): Promise<T> => {
@@ -100,6 +101,7 @@ export class StatementPool {
         key,
         backend: this.name,
         endpoint: this.options.endpoint,
+        classify: classifyConnectionError,
         timeoutMs: this.deadlineMs,
         onDeadline: () => connection.drop(),
         undo: undo && (() => undo()),
@@ -162,10 +164,6 @@ export class StatementPool {
     if (this.poolInstance !== undefined && this.options.ownPool === undefined) {
       await withDeadline(this.poolInstance.end(), 1_000).catch(() => undefined);
     }
-  }
-
-  private closedError(action: string, key: string | undefined): DeadboltError {
-    return new BackendUnavailableError(action, { key, backend: this.name, cause: new Error('the backend is closed') });
   }
 
   /**

@@ -4,7 +4,7 @@ import type { CampaignRequest, Grant } from '@deadbolt/core/adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { env } from './pg-env.js';
 import { advisoryCapabilities, createPostgresBackend, type PostgresBackend } from '../src/index.js';
-import type { advisoryElectionSql } from '../src/modes/advisory-election.js';
+import type { advisoryElectionSql } from '../src/modes/advisory/election.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -72,22 +72,22 @@ export function advisoryElectionCases(): void {
         ttlMs: 400,
         onLost,
       });
-      const first = await a.campaign!(
+      const first = await a.election!.campaign(
         request('a', () => (lostAt = Date.now())),
         Date.now() + 5_000,
         new AbortController().signal,
       );
       expect(first).toBeDefined();
       // Nobody renews a's term: b waits in the server's queue and is granted when the server ends a's session.
-      const second = await b.campaign!(request('b'), Date.now() + 5_000, new AbortController().signal);
+      const second = await b.election!.campaign(request('b'), Date.now() + 5_000, new AbortController().signal);
       expect(second).toBeDefined();
       const grantedAt = Date.now();
       expect(second!.fence!).toBeGreaterThan(first!.fence!);
       expect((first as Grant).validUntil!).toBeLessThan(grantedAt);
       await expect.poll(() => lostAt, { timeout: 5_000 }).toBeGreaterThan(0);
-      expect(await b.leader!('adv-idle')).toBe('b');
-      expect(await b.release(second!)).toBe(true);
-      expect(await b.leader!('adv-idle')).toBeUndefined();
+      expect(await b.election!.leader('adv-idle')).toBe('b');
+      expect(await b.election!.release(second!)).toBe(true);
+      expect(await b.election!.leader('adv-idle')).toBeUndefined();
     });
 
     it('a follower whose process stalls when its wait is granted keeps the term (its session is not ended idle before it confirms)', async () => {
@@ -100,7 +100,7 @@ export function advisoryElectionCases(): void {
         onLost: () => undefined,
         onContended,
       });
-      const first = await a.campaign!(request('a'), Date.now() + 5_000, new AbortController().signal);
+      const first = await a.election!.campaign(request('a'), Date.now() + 5_000, new AbortController().signal);
       expect(first).toBeDefined();
       // b's waiting statement goes out right after onContended; the stall then blocks this process
       // past a's end (400 ms idle), b's grant and 400 ms more, as a loaded CI machine did once.
@@ -110,11 +110,11 @@ export function advisoryElectionCases(): void {
           while (Date.now() < until);
         });
       };
-      const second = await b.campaign!(request('b', stall), Date.now() + 5_000, new AbortController().signal);
+      const second = await b.election!.campaign(request('b', stall), Date.now() + 5_000, new AbortController().signal);
       expect(second).toBeDefined();
       expect(second!.fence!).toBeGreaterThan(first!.fence!);
-      expect(await b.leader!('adv-stall')).toBe('b');
-      expect(await b.release(second!)).toBe(true);
+      expect(await b.election!.leader('adv-stall')).toBe('b');
+      expect(await b.election!.release(second!)).toBe(true);
     });
   });
 

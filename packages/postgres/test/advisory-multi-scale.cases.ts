@@ -79,7 +79,7 @@ export function advisoryMultiScaleCases(): void {
         // release goes on until the table is full.
         const other = createLockClient({ backend: createPostgresBackend(`${env.server.url}?mode=advisory`) });
         try {
-          const busy = await other.acquire(backend.orderKeys!(keys)[1_000]!);
+          const busy = await other.acquire(backend.multi!.orderKeys!(keys)[1_000]!);
           const waiting = client.acquireAll(keys, { waitMs: 30_000 }).then(
             () => undefined,
             (e: unknown) => e,

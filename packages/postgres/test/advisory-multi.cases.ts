@@ -5,12 +5,12 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { env } from './pg-env.js';
 import { advisoryCapabilities, advisoryLockId, type PostgresBackend, createPostgresBackend } from '../src/index.js';
-import { byAdvisoryId, multiSql } from '../src/modes/advisory-multi.js';
+import { byAdvisoryId, multiSql } from '../src/modes/advisory/multi.js';
 
 const backend = (): PostgresBackend => createPostgresBackend(`${env.server.url}?mode=advisory`) as PostgresBackend;
 const request = (key: string): AcquireRequest => ({ key, owner: 'o', ttlMs: 1_000, onLost: () => undefined });
-/** The keys in the order acquireAll takes them (core sorts with the backend's orderKeys). */
-const requests = (b: PostgresBackend, keys: readonly string[]): AcquireRequest[] => b.orderKeys!(keys).map(request);
+/** The keys in the order acquireAll takes them (core sorts with the multi driver's orderKeys). */
+const requests = (b: PostgresBackend, keys: readonly string[]): AcquireRequest[] => b.multi!.orderKeys!(keys).map(request);
 
 /** Granted advisory locks of these keys: key -> holder pid. */
 async function holders(keys: readonly string[]): Promise<Map<string, number>> {
@@ -38,7 +38,7 @@ export function advisoryMultiCases(): void {
       const [a, b] = [backend(), backend()];
       const keys = ['set:a', 'set:b', 'set:c', 'set:d'];
       try {
-        const taken = await a.tryAcquireMany!(requests(a, keys));
+        const taken = await a.multi!.tryAcquireMany!(requests(a, keys));
         expect(taken.acquired).toBe(true);
         if (!taken.acquired) return;
         const pids = await holders(keys);
@@ -49,10 +49,10 @@ export function advisoryMultiCases(): void {
         expect((await holders(keys)).size).toBe(0);
 
         // The last key in id order is busy: the earlier ones, taken in the same statement, are given back.
-        const last = a.orderKeys!(keys).at(-1)!;
+        const last = a.multi!.orderKeys!(keys).at(-1)!;
         const busy = await a.tryAcquire(request(last));
         expect(busy.acquired).toBe(true);
-        const refused = await b.tryAcquireMany!(requests(b, keys));
+        const refused = await b.multi!.tryAcquireMany!(requests(b, keys));
         expect(refused).toEqual({ acquired: false, busyKey: last });
         expect([...(await holders(keys)).keys()]).toEqual([last]);
         if (busy.acquired) await a.release(busy.grant);
@@ -65,14 +65,14 @@ export function advisoryMultiCases(): void {
       const [a, b] = [backend(), backend()];
       const keys = ['wait:a', 'wait:b', 'wait:c'];
       try {
-        const first = await a.tryAcquireMany!(requests(a, keys));
+        const first = await a.multi!.tryAcquireMany!(requests(a, keys));
         if (!first.acquired) throw new Error('not taken');
-        const timedOut = await b.acquireMany!(requests(b, keys), Date.now() + 300, new AbortController().signal);
+        const timedOut = await b.multi!.acquireMany!(requests(b, keys), Date.now() + 300, new AbortController().signal);
         expect(timedOut).toBeUndefined();
         expect(new Set((await holders(keys)).values()).size).toBe(1);
 
         let contended = 0;
-        const waiting = b.acquireMany!(
+        const waiting = b.multi!.acquireMany!(
           requests(b, keys).map((each) => ({ ...each, onContended: () => (contended += 1) })),
           Date.now() + 10_000,
           new AbortController().signal,
@@ -93,7 +93,7 @@ export function advisoryMultiCases(): void {
       const b = backend();
       const other = new pg.Client({ connectionString: env.server.url });
       await other.connect();
-      const [first, second] = b.orderKeys!(['cycle:a', 'cycle:b']);
+      const [first, second] = b.multi!.orderKeys!(['cycle:a', 'cycle:b']);
       const [firstId, secondId] = [first!, second!].map((key) => advisoryLockId(key).toString());
       try {
         // Another session takes the keys in the opposite order: the second, then (below) the first.
@@ -103,7 +103,7 @@ export function advisoryMultiCases(): void {
         await other.query("SET deadlock_timeout = '10s'");
         await other.query('SELECT pg_advisory_lock($1::bigint)', [secondId]);
         const started = Date.now();
-        const waiting = b.acquireMany!(requests(b, ['cycle:a', 'cycle:b']), Date.now() + 15_000, new AbortController().signal);
+        const waiting = b.multi!.acquireMany!(requests(b, ['cycle:a', 'cycle:b']), Date.now() + 15_000, new AbortController().signal);
         await expect
           .poll(async () => (await env.admin.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rowCount, {
             timeout: 5_000,

@@ -304,20 +304,20 @@ describe('postgres:advisory semaphore permits record', () => {
   it('the last release clears it; a crashed holder leaves a stale record that the next size replaces', async () => {
     const [a, b] = [backend(), backend()];
     try {
-      const first = await a.acquire!(permitRequest('sem:record', 3), Date.now() + 2_000, new AbortController().signal);
+      const first = await a.kinds!.acquire!(permitRequest('sem:record', 3), Date.now() + 2_000, new AbortController().signal);
       expect(first).toBeDefined();
       expect(await recorded('sem:record')).toBe(3);
-      await a.release(first!);
+      await a.kinds!.release(first!);
       expect(await recorded('sem:record')).toBeUndefined();
       // A holder whose sessions end without a release (a crash): its record outlives it, unused.
-      await b.acquire!(permitRequest('sem:record', 3), Date.now() + 2_000, new AbortController().signal);
+      await b.kinds!.acquire!(permitRequest('sem:record', 3), Date.now() + 2_000, new AbortController().signal);
       await b.close();
       expect(await recorded('sem:record')).toBe(3);
-      const other = await a.tryAcquire(permitRequest('sem:record', 5));
+      const other = await a.kinds!.tryAcquire(permitRequest('sem:record', 5));
       expect(other.acquired).toBe(true);
       expect(await recorded('sem:record')).toBe(5);
-      await expect(a.tryAcquire(permitRequest('sem:record', 4))).rejects.toBeInstanceOf(InvalidArgumentError);
-      if (other.acquired) await a.release(other.grant);
+      await expect(a.kinds!.tryAcquire(permitRequest('sem:record', 4))).rejects.toBeInstanceOf(InvalidArgumentError);
+      if (other.acquired) await a.kinds!.release(other.grant);
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
@@ -332,12 +332,12 @@ describe('postgres:advisory semaphore size', () => {
     try {
       for (let round = 0; round < 20; round += 1) {
         const key = `sem:refused:${round}`;
-        const held = await a.tryAcquire(permitRequest(key, 3));
-        await expect(b.tryAcquire(permitRequest(key, 2))).rejects.toBeInstanceOf(InvalidArgumentError);
+        const held = await a.kinds!.tryAcquire(permitRequest(key, 3));
+        await expect(b.kinds!.tryAcquire(permitRequest(key, 2))).rejects.toBeInstanceOf(InvalidArgumentError);
         // A refused session only ended, not unlocked, held the gate until its server process exited: 14 of 40 found it busy.
-        const next = await a.tryAcquire(permitRequest(key, 3));
+        const next = await a.kinds!.tryAcquire(permitRequest(key, 3));
         expect(next.acquired, `round ${round}: the gate was still busy after the refusal`).toBe(true);
-        for (const attempt of [held, next]) if (attempt.acquired) await a.release(attempt.grant);
+        for (const attempt of [held, next]) if (attempt.acquired) await a.kinds!.release(attempt.grant);
       }
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -350,18 +350,18 @@ describe('postgres:advisory semaphore size', () => {
     try {
       const heapBefore = process.memoryUsage().heapUsed;
       const started = performance.now();
-      const first = await a.acquire!(permitRequest('sem:huge', permits), Date.now() + 5_000, new AbortController().signal);
-      const second = await b.tryAcquire(permitRequest('sem:huge', permits));
+      const first = await a.kinds!.acquire!(permitRequest('sem:huge', permits), Date.now() + 5_000, new AbortController().signal);
+      const second = await b.kinds!.tryAcquire(permitRequest('sem:huge', permits));
       // Another size while both hold: refused (the check that the semaphore is in use).
-      await expect(b.tryAcquire(permitRequest('sem:huge', permits - 1))).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(b.kinds!.tryAcquire(permitRequest('sem:huge', permits - 1))).rejects.toBeInstanceOf(InvalidArgumentError);
       expect(first).toBeDefined();
       expect(second.acquired).toBe(true);
-      expect(await a.release(first!)).toBe(true);
-      if (second.acquired) expect(await b.release(second.grant)).toBe(true);
+      expect(await a.kinds!.release(first!)).toBe(true);
+      if (second.acquired) expect(await b.kinds!.release(second.grant)).toBe(true);
       // The last release cleared the record: a new size is taken at once.
-      const resized = await a.tryAcquire(permitRequest('sem:huge', 2));
+      const resized = await a.kinds!.tryAcquire(permitRequest('sem:huge', 2));
       expect(resized.acquired).toBe(true);
-      if (resized.acquired) await a.release(resized.grant);
+      if (resized.acquired) await a.kinds!.release(resized.grant);
       const elapsedMs = performance.now() - started;
       const grownMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
       console.info(

@@ -86,10 +86,10 @@ describe('postgres:lease leave order', () => {
     await locker.connect();
     try {
       // The only permit, for 3 s and never renewed: the waiter re-checks when that lease ends.
-      const held = await holder.tryAcquire(permit(3_000));
+      const held = await holder.kinds!.tryAcquire(permit(3_000));
       expect(held.acquired).toBe(true);
       const controller = new AbortController();
-      const waiting = waiter.acquire!(permit(10_000), Date.now() + 30_000, controller.signal);
+      const waiting = waiter.kinds!.acquire!(permit(10_000), Date.now() + 30_000, controller.signal);
       await expect.poll(() => queuedOn(key)).toBe(1);
       // The key's row locked: the re-check's acquire function waits for it in the server.
       await locker.query('BEGIN');
@@ -103,10 +103,10 @@ describe('postgres:lease leave order', () => {
       expect(await waiting).toBeUndefined();
       // The re-check queued the waiter again (or took the permit for it, had the lease ended); the leave after it undid that.
       expect(await queuedOn(key)).toBe(0);
-      if (held.acquired) await holder.release(held.grant);
-      const after = await holder.tryAcquire(permit(1_000));
+      if (held.acquired) await holder.kinds!.release(held.grant);
+      const after = await holder.kinds!.tryAcquire(permit(1_000));
       expect(after.acquired).toBe(true);
-      if (after.acquired) await holder.release(after.grant);
+      if (after.acquired) await holder.kinds!.release(after.grant);
     } finally {
       await locker.query('ROLLBACK').catch(() => undefined);
       await locker.end();

@@ -28,10 +28,10 @@ function mutantCase(testCase: ConformanceCase, table: string, from: string, to: 
     create: (_server, { prefix }) => {
       const backend = createPostgresBackend(`${server.url}?mode=lease&table=${table}&waiterLeaseMs=${waiterLeaseMs}`) as PostgresBackend;
       // The statements the backend will create its functions with (the array it registered).
-      const { mode } = backend as unknown as { mode: { sql: { schema: string[] }; kinds: { schema: string[] } } };
+      const { mode } = backend as unknown as { mode: { sql: { schema: string[] }; kindsSql: { schema: string[] } } };
       // Every statement with it: the grant is in the grant function and, inline, in the release (v2).
       let found = 0;
-      for (const schema of [mode.sql.schema, mode.kinds.schema]) {
+      for (const schema of [mode.sql.schema, mode.kindsSql.schema]) {
         for (const [index, statement] of schema.entries()) {
           if (!statement.includes(from)) continue;
           schema[index] = statement.replace(from, to);

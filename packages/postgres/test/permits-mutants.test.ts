@@ -7,7 +7,7 @@ import { type PostgresServerHandle, startPostgres } from '@deadbolt/conformance/
 import { createLockClient, InvalidArgumentError } from '@deadbolt/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { advisoryCapabilities, createPostgresBackend, leaseCapabilities, type PostgresBackend } from '../src/index.js';
-import type { AdvisoryPermitsSql } from '../src/modes/advisory-permits.js';
+import type { AdvisoryPermitsSql } from '../src/modes/advisory/permits.js';
 
 let server: PostgresServerHandle;
 beforeAll(async () => {
@@ -40,10 +40,10 @@ function leaseMutant(testCase: ConformanceCase, table: string, from: string, to:
       permitsRecorded: true,
       create: (_server, { prefix }) => {
         const backend = createPostgresBackend(`${server.url}?mode=lease&table=${table}`) as PostgresBackend;
-        const { mode } = backend as unknown as { mode: { kinds: { schema: string[] } } };
-        const index = mode.kinds.schema.findIndex((statement) => statement.includes(from));
+        const { mode } = backend as unknown as { mode: { kindsSql: { schema: string[] } } };
+        const index = mode.kindsSql.schema.findIndex((statement) => statement.includes(from));
         if (index < 0) throw new Error(`mutant: "${from}" not found in the lease kinds schema`);
-        mode.kinds.schema[index] = mode.kinds.schema[index]!.replace(from, to);
+        mode.kindsSql.schema[index] = mode.kindsSql.schema[index]!.replace(from, to);
         return createLockClient({ backend, prefix });
       },
     }),
@@ -58,7 +58,7 @@ function advisoryMutant(testCase: ConformanceCase, breakSql: (sql: AdvisoryPermi
       permitsRecorded: true,
       create: (_server, { prefix }) => {
         const backend = createPostgresBackend(`${server.url}?mode=advisory`) as PostgresBackend;
-        const kinds = (backend as unknown as { mode?: { readWrite?: { permitsSql?: AdvisoryPermitsSql } } }).mode?.readWrite;
+        const kinds = (backend as unknown as { mode?: { kinds?: { permitsSql?: AdvisoryPermitsSql } } }).mode?.kinds;
         if (kinds?.permitsSql === undefined) throw new Error("mutant: the advisory mode's permits statements are not found");
         const broken = breakSql(kinds.permitsSql);
         if (JSON.stringify(broken) === JSON.stringify(kinds.permitsSql)) throw new Error('mutant: the statements did not change');

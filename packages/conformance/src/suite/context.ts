@@ -203,6 +203,20 @@ export interface ConformanceCase {
   readonly run: (ctx: CaseContext) => Promise<void>;
 }
 
+/** A `requires` for cases that need a ttl lease: the reason when the backend's lease is a session. */
+export function needsTtl(options: ResolvedOptions): string | undefined {
+  return options.capabilities.lease === 'ttl' ? undefined : `capabilities.lease is '${options.capabilities.lease}', not 'ttl'`;
+}
+
+/** A `requires` for cases that need these fault hooks and a server to run them on. */
+export function needsFaults(...hooks: (keyof FaultHooks)[]) {
+  return (options: ResolvedOptions): string | undefined => {
+    const missing = hooks.filter((hook) => !options.faults?.[hook]);
+    if (missing.length > 0) return `no faults.${missing.join('/')} hook`;
+    return options.servers ? undefined : 'no servers';
+  };
+}
+
 const runId = randomUUID().slice(0, 8);
 let caseCounter = 0;
 

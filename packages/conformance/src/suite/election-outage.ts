@@ -1,7 +1,7 @@
 import type { Election, LockClient, Term } from '@deadbolt/core';
-import type { CaseContext, ConformanceCase } from './context.js';
+import { type CaseContext, type ConformanceCase, needsFaults } from './context.js';
 import { needsElection } from './election.js';
-import { assert, delay, needsFaults, within } from './util.js';
+import { assert, delay, within } from './util.js';
 
 const PARTICIPANTS = 3;
 /** How long after the server is back a leader must be named again: a lease, a session and a capped backoff, with room. */

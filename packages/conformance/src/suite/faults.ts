@@ -1,7 +1,7 @@
 import { BackendUnavailableError, DeadboltError, LockTimeoutError } from '@deadbolt/core';
-import type { CaseContext, ConformanceCase } from './context.js';
+import { type CaseContext, type ConformanceCase, needsFaults } from './context.js';
 import { assertClosesClean } from './handles.js';
-import { assert, needsFaults, rejection, waitUntil, within } from './util.js';
+import { assert, rejection, waitUntil, within } from './util.js';
 
 const DEADLINE_MS = 30_000;
 

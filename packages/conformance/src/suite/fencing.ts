@@ -1,7 +1,7 @@
 import { LockLostError, UnsupportedOperationError, type Lock, type LockClient, type LockEvents } from '@deadbolt/core';
-import type { ConformanceCase, ResolvedOptions } from './context.js';
+import { type ConformanceCase, type ResolvedOptions, needsFaults, needsTtl } from './context.js';
 import { needsElection } from './election.js';
-import { aborted, assert, needsFaults, needsTtl, within } from './util.js';
+import { aborted, assert, within } from './util.js';
 
 /**
  * Fencing, safety past the lock's edge: `validate()` asks the server whether this exact grant still

@@ -1,6 +1,6 @@
 import { LockLostError, LockTimeoutError } from '@deadbolt/core';
-import type { ConformanceCase, ResolvedOptions } from './context.js';
-import { assert, delay, needsTtl, rejection, waitUntil } from './util.js';
+import { type ConformanceCase, type ResolvedOptions, needsTtl } from './context.js';
+import { assert, delay, rejection, waitUntil } from './util.js';
 
 /**
  * Lease edges the probe of issue 14 showed untested: a lease that is not a whole number of

@@ -1,6 +1,6 @@
 import { LockLostError, LockTimeoutError } from '@deadbolt/core';
-import type { ConformanceCase } from './context.js';
-import { aborted, assert, delay, needsTtl, rejection, waitUntil } from './util.js';
+import { type ConformanceCase, needsTtl } from './context.js';
+import { aborted, assert, delay, rejection, waitUntil } from './util.js';
 
 /**
  * Expiry is judged against this slack: timers, polling steps and a shared 2-core machine, plus

@@ -1,9 +1,9 @@
 import { InvalidArgumentError, type Lock, type LockClient } from '@deadbolt/core';
-import type { ConformanceCase, ResolvedOptions } from './context.js';
+import { type ConformanceCase, type ResolvedOptions, needsTtl } from './context.js';
 import { permitFencesAfterIdle } from './kind-fences.js';
 import { crashedHold, delay, needsCrash, Occupancy, type Pending, queued } from './primitives-util.js';
 import { chaos } from './read-write.js';
-import { assert, needsTtl, within } from './util.js';
+import { assert, within } from './util.js';
 
 /**
  * Counting semaphores (capabilities.semaphore): the limit holds, is reachable, a release admits

@@ -1,7 +1,7 @@
 import { BackendUnavailableError, DeadboltError, LockTimeoutError } from '@deadbolt/core';
-import type { CaseContext, ConformanceCase } from './context.js';
+import { type CaseContext, type ConformanceCase, needsFaults } from './context.js';
 import { assertClosesClean } from './handles.js';
-import { assert, needsFaults, rejection, within } from './util.js';
+import { assert, rejection, within } from './util.js';
 
 /** An attempt given up on a frozen server may leave its lease for at most this long after the server wakes. */
 const ORPHAN_BOUND_MS = 3_000;

@@ -1,6 +1,3 @@
-import type { ResolvedOptions } from './context.js';
-import type { FaultHooks } from './context.js';
-
 /** Resolves after `ms`: used only to let time pass in lease cases, never to synchronise. */
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -57,16 +54,4 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
 
 export function assert(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(message);
-}
-
-export function needsTtl(options: ResolvedOptions): string | undefined {
-  return options.capabilities.lease === 'ttl' ? undefined : `capabilities.lease is '${options.capabilities.lease}', not 'ttl'`;
-}
-
-export function needsFaults(...hooks: (keyof FaultHooks)[]) {
-  return (options: ResolvedOptions): string | undefined => {
-    const missing = hooks.filter((hook) => !options.faults?.[hook]);
-    if (missing.length > 0) return `no faults.${missing.join('/')} hook`;
-    return options.servers ? undefined : 'no servers';
-  };
 }

@@ -1,6 +1,6 @@
 import { DeadlineExceededError } from '../deadline.js';
 import { BackendUnavailableError, DeadboltError } from '../errors.js';
-import { explainConnectionError } from './connection-errors.js';
+import { explainConnectionError, type ConnectionErrorClassifier } from './connection-errors.js';
 import { undoUntilAnswered } from './undo-until-answered.js';
 import { handlersOf } from './abort-fanout.js';
 import type { DeadlineWheel, Watch } from './deadline-wheel.js';
@@ -46,6 +46,11 @@ export interface GuardedCall<T> {
    * stream of calls kept a dead connection forever). Errors it throws are ignored.
    */
   readonly onDeadline?: (() => void) | undefined;
+  /**
+   * The adapter's reading of its driver's connection errors (SQLSTATEs, reply prefixes): which
+   * failures are a refused configuration and which an unreachable server (connection-errors.ts).
+   */
+  readonly classify?: ConnectionErrorClassifier | undefined;
 }
 
 /**
@@ -155,9 +160,9 @@ function runUndo<T>(undo: GuardedCall<T>['undo'], late: T | undefined, call: Gua
 }
 
 /** A DeadboltError (or an AbortError / TimeoutError) as it is; anything else as BackendUnavailableError. */
-function typed(error: unknown, call: Pick<GuardedCall<never>, 'action' | 'key' | 'backend' | 'endpoint' | 'signal'>): unknown {
+function typed(error: unknown, call: Pick<GuardedCall<never>, 'action' | 'key' | 'backend' | 'endpoint' | 'signal' | 'classify'>): unknown {
   if (error instanceof DeadboltError) return error;
-  const explained = explainConnectionError(error, call);
+  const explained = explainConnectionError(error, call, call.classify);
   if (explained !== undefined) return explained;
   if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
   return new BackendUnavailableError(call.action, { key: call.key, backend: call.backend, cause: error });

@@ -27,8 +27,21 @@ const systemCodes: ReadonlySet<string> = new Set([
   'ECONNABORTED',
 ]);
 
+/**
+ * What an adapter's classifier says of a driver error:
+ * - `{ refused: why }`: the server refused the configuration (bad credentials, a database or role
+ *   that does not exist), `why` in a user's words; the error becomes BackendConfigurationError;
+ * - 'refused': the same, the driver's own message saying why;
+ * - 'unreachable': the server could not be reached at all (BackendUnavailableError naming where).
+ * undefined: not a connection failure the adapter knows; the built-in rules decide.
+ */
+export type ConnectionErrorClass = { readonly refused: string } | 'refused' | 'unreachable';
+
+/** An adapter's reading of its driver's errors: the SQLSTATEs, reply prefixes or codes only it knows. */
+export type ConnectionErrorClassifier = (error: unknown) => ConnectionErrorClass | undefined;
+
 /** PostgreSQL SQLSTATEs of a refused configuration: authentication, unknown database or role. */
-const configurationSqlStates: ReadonlyMap<string, string> = new Map([
+const postgresConfigurationStates: ReadonlyMap<string, string> = new Map([
   ['28P01', 'authentication failed (wrong password)'],
   ['28000', 'authentication refused (role or pg_hba.conf)'],
   ['3D000', 'the database does not exist'],
@@ -36,6 +49,18 @@ const configurationSqlStates: ReadonlyMap<string, string> = new Map([
 
 /** Redis replies of a refused configuration. */
 const redisConfigurationReply = /^(WRONGPASS|NOAUTH|NOPERM)\b|invalid password|ERR AUTH/i;
+
+/**
+ * The dialect rules core still applies after an adapter's own classifier: PostgreSQL's SQLSTATEs
+ * and Redis's refused replies. Moves into the redis/postgres adapters' classifiers; deleted once
+ * both pass theirs.
+ */
+export const builtInDialectClassifier: ConnectionErrorClassifier = (error) => {
+  const code = codeOf(error);
+  const refused = code === undefined ? undefined : postgresConfigurationStates.get(code);
+  if (refused !== undefined) return { refused };
+  return redisConfigurationReply.test(messageOf(error)) ? 'refused' : undefined;
+};
 
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null | undefined)?.code;
@@ -48,26 +73,32 @@ function messageOf(error: unknown): string {
 
 /**
  * The typed error for `error` when it is a connection-level failure, else undefined (the caller
- * keeps its own mapping). A DeadboltError is never rewritten.
+ * keeps its own mapping). A DeadboltError is never rewritten. `classify` is the adapter's reading
+ * of its driver's errors; what it leaves undefined, the built-in rules decide (system codes such as
+ * ECONNREFUSED, and builtInDialectClassifier while it lasts).
  */
-export function explainConnectionError(error: unknown, context: ConnectionContext): DeadboltError | undefined {
+export function explainConnectionError(
+  error: unknown,
+  context: ConnectionContext,
+  classify?: ConnectionErrorClassifier,
+): DeadboltError | undefined {
   if (error instanceof DeadboltError || error === null || error === undefined) return undefined;
   const where = context.endpoint === undefined ? '' : ` at ${context.endpoint}`;
   const code = codeOf(error);
   const message = messageOf(error);
-  const refused = code === undefined ? undefined : configurationSqlStates.get(code);
-  if (refused !== undefined || redisConfigurationReply.test(message)) {
-    const problem = `${context.backend}${where}: ${refused ?? message}${refused !== undefined && message !== '' ? ` (${message})` : ''}`;
+  const verdict =
+    classify?.(error) ?? builtInDialectClassifier(error) ?? (code !== undefined && systemCodes.has(code) ? 'unreachable' : undefined);
+  if (verdict === undefined) return undefined;
+  if (verdict !== 'unreachable') {
+    const why = verdict === 'refused' ? undefined : verdict.refused;
+    const problem = `${context.backend}${where}: ${why ?? message}${why !== undefined && message !== '' ? ` (${message})` : ''}`;
     return new BackendConfigurationError(problem, { key: context.key, backend: context.backend, cause: error });
   }
-  if (code !== undefined && systemCodes.has(code)) {
-    // Node's AggregateError (IPv6 then IPv4) has an empty message: the code says it all.
-    const detail = message === '' ? code : message.includes(code) ? message : `${code}: ${message}`;
-    const cause = new Error(`cannot reach ${context.backend}${where}: ${detail}`, { cause: error });
-    (cause as { code?: string }).code = code;
-    return new BackendUnavailableError(context.action, { key: context.key, backend: context.backend, cause });
-  }
-  return undefined;
+  // Node's AggregateError (IPv6 then IPv4) has an empty message: the code says it all.
+  const detail = code === undefined ? message : message === '' ? code : message.includes(code) ? message : `${code}: ${message}`;
+  const cause = new Error(`cannot reach ${context.backend}${where}: ${detail}`, { cause: error });
+  if (code !== undefined) (cause as { code?: string }).code = code;
+  return new BackendUnavailableError(context.action, { key: context.key, backend: context.backend, cause });
 }
 
 /** `host:port` list for messages. */

@@ -1,6 +1,7 @@
 /**
  * `@deadbolt/core/adapter`: everything an adapter author needs and a user does not. The contract a
- * backend implements, the scheme registry, and the shared adapter kit (the call guard, the keyed waiter set, safe inspection, URL parsing),
+ * backend implements, the scheme registry, and the shared adapter kit (the call guard, the keyed waiter set, safe inspection, URL parsing,
+ * the client side of a server-granted FIFO queue, the lease bound),
  * so that every adapter maps errors, bounds calls and reads URLs the same way.
  */
 import '../index.js';
@@ -24,15 +25,16 @@ export type {
   OperationsDriver,
   RunsDriver,
 } from '../contract/drivers.js';
-export { defaultKeyOrder, type MultiAttemptResult, type MultiLockBackend } from '../multi-backend.js';
-export {
-  forcedMarkerMs,
-  isOperationsBackend,
-  type BackendInspection,
-  type OperationsBackend,
-} from '../operations-backend.js';
+export { defaultKeyOrder, type MultiAttemptResult } from '../multi-backend.js';
+export { forcedMarkerMs, type BackendInspection } from '../operations-backend.js';
 export { ForcedReleaseError } from '../forced-release-error.js';
-export { isElectionBackend, type CampaignRequest, type ElectionBackend, type TermGrant } from '../election-backend.js';
+export type { CampaignRequest, TermGrant } from '../election-backend.js';
+// Deprecated: the old style of the contract, where every primitive's methods sit on the backend
+// object. Core no longer reads them (it reads the drivers, contract/drivers.ts); they stay
+// exported until every adapter offers drivers, then go with contract/legacy.ts.
+export type { MultiLockBackend } from '../multi-backend.js';
+export { isOperationsBackend, type OperationsBackend } from '../operations-backend.js';
+export { isElectionBackend, type ElectionBackend } from '../election-backend.js';
 export { storesRuns, type RunOnceBackend } from '../run-once/contract.js';
 export { findBackendFactory, knownBackendPackages, registerBackend, registeredSchemes } from '../registry.js';
 export { DeadlineExceededError, withDeadline } from '../deadline.js';
@@ -79,4 +81,16 @@ export {
   type BackendUrlParts,
   type HostAddress,
 } from './url-options.js';
-export { endpointOf, explainConnectionError, type ConnectionContext } from './connection-errors.js';
+export {
+  builtInDialectClassifier,
+  endpointOf,
+  explainConnectionError,
+  type ConnectionContext,
+  type ConnectionErrorClass,
+  type ConnectionErrorClassifier,
+} from './connection-errors.js';
+export { closedError } from './closed-error.js';
+export { leaseValidUntil } from './lease-bounds.js';
+export { JitteredTicker } from './jittered-ticker.js';
+export { ServerQueue } from './server-queue.js';
+export type { GrantSink, HeartbeatAnswer, QueueAnswer, QueuedToken, ServerQueuePort } from './server-queue-port.js';

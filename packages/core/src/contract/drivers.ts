@@ -49,6 +49,12 @@ export interface HoldDriver {
   waitForChange?(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * What keeps a hold once it is granted: renewal, release and validation of the grants its driver
+ * issued. Core records one on every lease (a HoldDriver, or the election driver for a term).
+ */
+export type HoldKeeper = Pick<HoldDriver, 'renew' | 'renewMany' | 'release' | 'validate' | 'validateMany'>;
+
 /** Read, write and permit holds: a HoldDriver whose requests always carry `kind`. */
 export type KindsDriver = HoldDriver;
 

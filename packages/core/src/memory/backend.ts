@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, AttemptResult, BackendFactory, Capabilities, Grant, LockBackend } from '../backend.js';
-import type { CampaignRequest, ElectionBackend, TermGrant } from '../election-backend.js';
+import type { ElectionDriver, KindsDriver, MultiDriver, OperationsDriver, RunsDriver } from '../contract/drivers.js';
+import type { CampaignRequest, TermGrant } from '../election-backend.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { MultiAttemptResult, MultiLockBackend } from '../multi-backend.js';
-import type { RunOnceBackend } from '../run-once/contract.js';
-import type { BackendInspection, OperationsBackend } from '../operations-backend.js';
+import type { MultiAttemptResult } from '../multi-backend.js';
+import type { BackendInspection } from '../operations-backend.js';
+import { memoryDrivers, type MemoryDrivers } from './drivers.js';
+import { MemoryKinds } from './kinds-driver.js';
 import { forceReleaseMemory, inspectMemory, listMemoryKeys } from './operations.js';
-import { isQueuedGrant } from './queued.js';
 import { memoryStore, type MemoryStore } from './store.js';
 
 export const memoryCapabilities: Capabilities = Object.freeze({
@@ -30,25 +31,50 @@ export const memoryCapabilities: Capabilities = Object.freeze({
  * The embedded default: locks between the async flows and clients of ONE process. Each operation
  * is synchronous on the event loop, hence atomic. It is the reference the conformance suite is
  * proven on before any server adapter.
+ *
+ * The object is the mutex's driver: it has no native `acquire`, so core waits with tryAcquire +
+ * waitForChange (woken one waiter per release). Read, write and permit holds are the kinds
+ * driver's (kinds-driver.ts, the store's FIFO queue); election, multi, operations and runs are
+ * views over this object's methods (drivers.ts).
  */
-export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBackend, RunOnceBackend, OperationsBackend {
+export class MemoryBackend implements LockBackend {
   readonly capabilities = memoryCapabilities;
-  /** The mutex keeps core's attempt loop woken by notifications; only the kinds queue (see acquire). */
-  readonly acquireForKindsOnly = true;
+  readonly kinds: KindsDriver;
   private closed = false;
+  private views: MemoryDrivers | undefined;
 
   constructor(
     readonly store: MemoryStore,
     readonly name = 'memory',
-  ) {}
+  ) {
+    this.kinds = new MemoryKinds(store, () => this.touch());
+  }
+
+  get multi(): MultiDriver | undefined {
+    return this.drivers().multi;
+  }
+
+  get election(): ElectionDriver | undefined {
+    return this.drivers().election;
+  }
+
+  get operations(): OperationsDriver | undefined {
+    return this.drivers().operations;
+  }
+
+  get runs(): RunsDriver | undefined {
+    return this.drivers().runs;
+  }
+
+  /** Built at the first read (after a subclass's constructor ran), then kept: one identity per driver. */
+  private drivers(): MemoryDrivers {
+    this.views ??= memoryDrivers(this);
+    return this.views;
+  }
 
   async tryAcquire(request: AcquireRequest): Promise<AttemptResult> {
     this.touch();
     const now = Date.now();
-    if (request.kind) {
-      const result = this.store.queued.tryAcquire({ ...request, kind: request.kind }, now);
-      return 'grant' in result ? { acquired: true, grant: result.grant } : { acquired: false, retryAfterMs: result.retryAfterMs };
-    }
     const holder = this.store.live(request.key, now);
     if (holder) return { acquired: false, retryAfterMs: holder.expiresAt - now };
     return { acquired: true, grant: this.take(request, now) };
@@ -133,28 +159,9 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
     yield* listMemoryKeys(this.store, prefix, Date.now());
   }
 
-  /**
-   * Read-write locks and semaphores wait in the store's FIFO queue (what keeps writers from
-   * starving). Core sends the mutex to tryAcquire + waitForChange instead (acquireForKindsOnly);
-   * a direct caller gets the same loop here.
-   */
-  async acquire(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined> {
-    this.touch();
-    if (request.kind) return this.store.queued.acquire({ ...request, kind: request.kind }, deadline, signal);
-    for (;;) {
-      const result = await this.tryAcquire(request);
-      if (result.acquired) return result.grant;
-      const remainingMs = deadline - Date.now();
-      if (remainingMs <= 0 || signal.aborted) return undefined;
-      const hintMs = result.retryAfterMs === undefined ? remainingMs : result.retryAfterMs + 1;
-      await this.waitForChange(request.key, Math.max(1, Math.min(remainingMs, hintMs)), signal).catch(() => undefined);
-    }
-  }
-
   async renew(grant: Grant, ttlMs: number): Promise<boolean> {
     this.touch();
     const now = Date.now();
-    if (isQueuedGrant(grant)) return this.store.queued.renew(grant, ttlMs, now);
     const holder = this.store.live(grant.key, now);
     if (holder?.token !== grant.token) return false;
     holder.expiresAt = now + ttlMs + (grant.lockDelayMs ?? 0);
@@ -165,7 +172,6 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
   async validate(grant: Grant): Promise<boolean> {
     this.touch();
     const now = Date.now();
-    if (isQueuedGrant(grant)) return this.store.queued.holds(grant, now);
     return this.store.live(grant.key, now)?.token === grant.token;
   }
 
@@ -176,14 +182,13 @@ export class MemoryBackend implements LockBackend, MultiLockBackend, ElectionBac
 
   async release(grant: Grant): Promise<boolean> {
     this.touch();
-    if (isQueuedGrant(grant)) return this.store.queued.release(grant, Date.now());
     const holder = this.store.live(grant.key, Date.now());
     if (holder?.token !== grant.token) return false;
     this.store.delete(grant.key);
     return true;
   }
 
-  /** The run-once record (RunOnceBackend): a map beside the locks, compare-and-set on the run id. */
+  /** The run-once record (the runs driver): a map beside the locks, compare-and-set on the run id. */
   async saveRun(key: string, runId: string, record: string, replaces?: string): Promise<boolean> {
     this.touch();
     if (replaces !== undefined && this.store.runs.get(key)?.runId !== replaces) return false;

@@ -42,10 +42,6 @@ export interface QueuedGrant extends Grant {
   readonly entry: string;
 }
 
-export function isQueuedGrant(grant: Grant): grant is QueuedGrant {
-  return typeof (grant as Partial<QueuedGrant>).entry === 'string';
-}
-
 export class QueuedLocks {
   private readonly entries = new Map<string, Entry>();
 

@@ -1,6 +1,9 @@
 import type { AcquireRequest, Grant, LockBackend } from '../backend.js';
 
 /**
+ * Deprecated (the old style, read by contract/legacy.ts until every adapter offers drivers): runs
+ * now come as `LockBackend.runs`, a RunsDriver.
+ *
  * The run-once part of the adapter contract. Core holds the policy (claim, abort at most, shorten
  * to at least, record); a backend supplies the server-side steps. Every backend stores the record
  * (`saveRun` / `loadRun`); a backend whose locks die with the process (a session: ZooKeeper,
@@ -30,6 +33,7 @@ export interface RunOnceBackend {
 
 export type RunCapableBackend = LockBackend & RunOnceBackend;
 
+/** Deprecated with RunOnceBackend: core reads `driversOf(backend).runs`. */
 export function storesRuns(backend: LockBackend): backend is LockBackend & Required<Pick<RunOnceBackend, 'saveRun' | 'loadRun'>> {
   const candidate = backend as RunCapableBackend;
   return typeof candidate.saveRun === 'function' && typeof candidate.loadRun === 'function';

@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { AcquireRequest, AttemptResult, Grant, LockBackend } from '../backend.js';
 import { LockLostError, UnsupportedOperationError } from '../errors.js';
 import type { PrimitiveHost } from '../primitive-host.js';
-import { storesRuns, type RunCapableBackend } from './contract.js';
+import type { RunsDriver } from '../contract/drivers.js';
+import { driversOf } from '../contract/legacy.js';
 import { decodeRun, encodeRun, errorMessage } from './record.js';
 import type { LastRun, RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from './types.js';
 import { validateRunOnce } from './validate.js';
-
-type StoringBackend = RunCapableBackend & Required<Pick<RunCapableBackend, 'saveRun' | 'loadRun'>>;
 
 /**
  * ShedLock's policy, held once here: one claim that never waits, with a lease of lockAtMostForMs on
@@ -24,13 +23,14 @@ export async function runOnce<T>(
   validateRunOnce(name, fn, options, host.label());
   host.assertOpen(name);
   options.signal?.throwIfAborted();
-  const backend = runBackend(await host.backend(), name);
+  const backend = await host.backend();
+  const runs = runsOf(backend, name);
   const ttlMs = Math.max(options.lockAtMostForMs, backend.capabilities.minTtlMs);
   const plan = host.plan(backend, name, { ttlMs, autoRenew: false }, false);
   // An owner of its own per claim: two runs of one owner flow must not re-enter (hash-reentrant counts holds per owner).
   const request: AcquireRequest = { key: plan.fullKey, owner: `${host.clientId}:run:${randomUUID()}`, ttlMs, onLost: () => undefined };
   const sentAt = Date.now();
-  const grant = claimedGrant(await host.call(backend, 'runOnce', name, () => claim(backend, request)));
+  const grant = claimedGrant(await host.call(backend, 'runOnce', name, () => claim(backend, runs, request)));
   if (grant === undefined) return { ran: false };
   // The server's lease began after `sentAt` and before this answer: measuring the rest of
   // lockAtLeastForMs from the answer can only lengthen the hold, never cut it short.
@@ -40,9 +40,9 @@ export async function runOnce<T>(
   const started = Date.now();
   const base = { runner, started, ...(grant.fence === undefined ? {} : { fence: grant.fence }) };
   try {
-    await host.call(backend, 'runOnce', name, () => backend.saveRun(plan.fullKey, runId, encodeRun({ ...base, outcome: 'running' })));
+    await host.call(backend, 'runOnce', name, () => runs.saveRun(plan.fullKey, runId, encodeRun({ ...base, outcome: 'running' })));
   } catch (error) {
-    await shorten(host, backend, name, grant, 0).catch(() => false);
+    await shorten(host, backend, runs, name, grant, 0).catch(() => false);
     throw error;
   }
   const abort = abortAtMost(host, name, sentAt + options.lockAtMostForMs, options.signal);
@@ -65,10 +65,10 @@ export async function runOnce<T>(
   });
   // Record first, then shorten: once the name is free a new run may write its own record.
   await host
-    .call(backend, 'runOnce', name, () => backend.saveRun(plan.fullKey, runId, finished, runId), { release: true })
+    .call(backend, 'runOnce', name, () => runs.saveRun(plan.fullKey, runId, finished, runId), { release: true })
     .catch((error: unknown) => report(host, name, error));
   const keepMs = options.lockAtLeastForMs - (Date.now() - claimedAt);
-  await shorten(host, backend, name, grant, Math.max(0, keepMs)).catch((error: unknown) => report(host, name, error));
+  await shorten(host, backend, runs, name, grant, Math.max(0, keepMs)).catch((error: unknown) => report(host, name, error));
   if (outcome !== 'ok') throw failure;
   return { ran: true, value: value as T };
 }
@@ -77,21 +77,22 @@ export async function runOnce<T>(
 export async function lastRun(host: PrimitiveHost, name: string): Promise<LastRun | null> {
   validateRunOnce(name, () => undefined, { lockAtLeastForMs: 0, lockAtMostForMs: 1 }, host.label());
   host.assertOpen(name);
-  const backend = runBackend(await host.backend(), name);
+  const backend = await host.backend();
+  const runs = runsOf(backend, name);
   const plan = host.plan(backend, name, { ttlMs: backend.capabilities.minTtlMs }, false);
-  const text = await host.call(backend, 'lastRun', name, () => backend.loadRun(plan.fullKey));
+  const text = await host.call(backend, 'lastRun', name, () => runs.loadRun(plan.fullKey));
   return text === undefined ? null : (decodeRun(text) ?? null);
 }
 
-function runBackend(backend: LockBackend, name: string): StoringBackend {
-  const run = backend as RunCapableBackend;
-  if (!storesRuns(backend) || (backend.capabilities.lease === 'session' && typeof run.claimRun !== 'function')) {
+function runsOf(backend: LockBackend, name: string): RunsDriver {
+  const runs = driversOf(backend).runs;
+  if (runs === undefined || (backend.capabilities.lease === 'session' && typeof runs.claimRun !== 'function')) {
     throw new UnsupportedOperationError('runOnce', `the ${backend.name} backend keeps no run records on its server`, {
       key: name,
       backend: backend.name,
     });
   }
-  return backend as StoringBackend;
+  return runs;
 }
 
 /**
@@ -100,8 +101,12 @@ function runBackend(backend: LockBackend, name: string): StoringBackend {
  * gave up; a claim of the backend's own is boxed, as `release` does not know it: a late one stands
  * until lockAtMostForMs (the job is skipped, never run twice).
  */
-async function claim(backend: RunCapableBackend, request: AcquireRequest): Promise<AttemptResult | { readonly claimed?: Grant }> {
-  if (backend.claimRun) return { claimed: await backend.claimRun(request) };
+async function claim(
+  backend: LockBackend,
+  runs: RunsDriver,
+  request: AcquireRequest,
+): Promise<AttemptResult | { readonly claimed?: Grant }> {
+  if (runs.claimRun) return { claimed: await runs.claimRun(request) };
   return backend.tryAcquire(request);
 }
 
@@ -111,9 +116,16 @@ function claimedGrant(answer: AttemptResult | { readonly claimed?: Grant }): Gra
 }
 
 /** The lease ends `keepMs` from the server's now; 0 ends it. Not cut short by close(): the hold must stand. */
-function shorten(host: PrimitiveHost, backend: RunCapableBackend, name: string, grant: Grant, keepMs: number): Promise<boolean> {
+function shorten(
+  host: PrimitiveHost,
+  backend: LockBackend,
+  runs: RunsDriver,
+  name: string,
+  grant: Grant,
+  keepMs: number,
+): Promise<boolean> {
   const step = (): Promise<boolean> => {
-    if (backend.shortenRun) return backend.shortenRun(grant, keepMs);
+    if (runs.shortenRun) return runs.shortenRun(grant, keepMs);
     return keepMs > 0 ? backend.renew(grant, Math.max(keepMs, backend.capabilities.minTtlMs)) : backend.release(grant);
   };
   return host.call(backend, 'runOnce', name, step, { release: true });

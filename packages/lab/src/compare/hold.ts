@@ -1,6 +1,6 @@
 import type { LockClient } from '@deadbolt/core';
 import { now } from './history.js';
-import type { RegisterPort, WorkerConfig } from './workload.js';
+import type { RegisterPort, WorkerConfig } from './worker-types.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -1,48 +1,18 @@
-import type {
-  AcquireRequest,
-  AttemptResult,
-  CampaignRequest,
-  Capabilities,
-  DeadboltError,
-  Grant,
-  MultiAttemptResult,
-  OperationsBackend,
-  TermGrant,
-} from '@deadbolt/core/adapter';
+import type { BackendDrivers, Capabilities, DeadboltError, Grant, HoldDriver } from '@deadbolt/core/adapter';
 import type { ReleaseListener } from '../listener.js';
-import type { ResolvedPostgresOptions } from '../options.js';
+import type { ResolvedPostgresOptions } from '../settings.js';
 import type { StatementPool } from '../statement-pool.js';
 
 /**
  * One lock algorithm on PostgreSQL, as packages/redis organises its modes (modes/mode.ts there).
  * PostgresBackend owns what every mode shares (the connection pool, the LISTEN connection, the
  * closed state, error mapping, close) and hands it to the mode as a ModeContext; a mode only speaks
- * SQL, one atomic statement per check-and-act. The optional methods are the contract's optional
- * ones: the backend offers exactly those its mode has.
+ * SQL, one atomic statement per check-and-act. A mode is the mutex's driver (contract v2), with the
+ * optional drivers beside it (kinds, multi, election, operations), each the keeper of the holds it
+ * issues; the backend offers exactly those its mode has.
  */
-export interface PostgresLockMode {
-  /** See LockBackend.acquireQueuesAtOnce. */
-  readonly acquireQueuesAtOnce?: boolean;
-  tryAcquire(request: AcquireRequest): Promise<AttemptResult>;
-  /** Native waiting (the server's queue): see LockBackend.acquire. */
-  acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
-  /** A release notification for tryAcquire + wait: see LockBackend.waitForChange. */
-  waitForChange?(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void>;
-  renew(grant: Grant, ttlMs: number): Promise<boolean>;
+export interface PostgresLockMode extends HoldDriver, Omit<BackendDrivers, 'runs'> {
   renewMany(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]>;
-  release(grant: Grant): Promise<boolean>;
-  /** See LockBackend.validate: one read, true only while this exact grant holds (validate-sql.ts). */
-  validate?(grant: Grant): Promise<boolean>;
-  validateMany?(grants: readonly Grant[]): Promise<readonly boolean[]>;
-  orderKeys?(fullKeys: readonly string[]): readonly string[];
-  tryAcquireMany?(requests: readonly AcquireRequest[]): Promise<MultiAttemptResult>;
-  acquireMany?(requests: readonly AcquireRequest[], deadline: number, signal: AbortSignal): Promise<readonly Grant[] | undefined>;
-  campaign?(request: CampaignRequest, deadline: number, signal: AbortSignal): Promise<TermGrant | undefined>;
-  leader?(key: string): Promise<string | undefined>;
-  /** The election's leader with its term (ElectionBackend.leaderInfo). */
-  leaderInfo?(key: string): Promise<{ readonly id: string; readonly term: number | undefined } | undefined>;
-  /** The operator API (OperationsBackend): a mode has all four or none. */
-  readonly operations?: Pick<OperationsBackend, 'inspect' | 'forceRelease' | 'listKeys' | 'forcedBy'>;
   /** Frees what the mode opened itself (advisory sessions); the backend closes the shared parts after it. */
   close(): Promise<void>;
   /** Test support: stop as a killed process would (no leave, no release); the backend drops the sockets. */

@@ -1,6 +1,7 @@
 import type { Capabilities } from '@deadbolt/core/adapter';
-import { AdvisoryMode, advisoryCapabilities } from './advisory.js';
-import { LeaseMode, leaseCapabilities } from './lease.js';
+import { AdvisoryMode, advisoryCapabilities } from './advisory/mode.js';
+import { LeaseMode, leaseCapabilities } from './lease/mode.js';
+import type { PostgresMode } from '../settings.js';
 import type { ModeConstructor } from './mode.js';
 
 /** One row of the mode table: everything options parsing, the factory and the README know of a mode. */
@@ -41,12 +42,9 @@ export const postgresModeTable = Object.freeze({
     refusesAppPool: undefined,
     create: (context) => new LeaseMode(context),
   },
-} as const satisfies Record<string, PostgresModeEntry>);
+} as const satisfies Record<PostgresMode, PostgresModeEntry>);
 
-/** 'advisory': session-level pg_advisory_lock on dedicated sessions. 'lease': a row with a server-clock expiry. */
-export type PostgresMode = keyof typeof postgresModeTable;
-
-/** The default when no `mode` is given (issue 5). */
+/** The default when no `mode` is given. */
 export const defaultPostgresMode: PostgresMode = 'advisory';
 
 export const postgresModes: readonly PostgresMode[] = Object.freeze(Object.keys(postgresModeTable) as PostgresMode[]);
