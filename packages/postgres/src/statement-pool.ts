@@ -32,6 +32,8 @@ export class StatementPool {
    * unnamed.
    */
   private named = true;
+  /** Whether a connection of our own pool has ever been made (see `pool`). */
+  private connectedOnce = false;
 
   constructor(
     private readonly options: ResolvedPostgresOptions,
@@ -42,12 +44,25 @@ export class StatementPool {
     this.gate = new Gate(options.pool, 30_000);
   }
 
-  /** The pool, created on first use: a mode that never runs a pooled statement opens nothing. */
+  /**
+   * The pool, created on first use: a mode that never runs a pooled statement opens nothing. Until
+   * it has connected once, a connect may take connectTimeoutMs + statementTimeoutMs: a backend's
+   * first call has no connection to reuse, so its connect (TCP, startup, SCRAM, a server process
+   * forked) is the bulk of that call, which the call guard bounds by the same sum anyway. On a
+   * loaded host that connect alone took over 2 s. Once connected, connectTimeoutMs as configured.
+   */
   get pool(): pg.Pool {
     if (this.poolInstance === undefined) {
       const options = this.options;
       this.poolInstance =
-        options.ownPool ?? new pg.Pool({ ...clientConfig(options), max: options.pool, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+        options.ownPool ??
+        new pg.Pool({
+          ...clientConfig(options),
+          connectionTimeoutMillis: options.connectTimeoutMs + options.statementTimeoutMs,
+          max: options.pool,
+          idleTimeoutMillis: 10_000,
+          allowExitOnIdle: true,
+        });
       // An idle pooled connection that dies emits 'error' on the pool; the next query reconnects.
       if (options.ownPool === undefined) this.poolInstance.on('error', () => undefined);
     }
@@ -77,7 +92,11 @@ export class StatementPool {
     if (this.closing) return Promise.reject(closedError(action, key, this.name));
     const guarded = (): Promise<T> => {
       const connection = new CheckedOutConnection();
-      return guardCall(() => connection.run(this.pool, (client) => this.ensureSchema(client).then(() => operation(client))), {
+      const onConnection = (client: pg.PoolClient): Promise<T> => {
+        this.markConnected();
+        return this.ensureSchema(client).then(() => operation(client));
+      };
+      return guardCall(() => connection.run(this.pool, onConnection), {
         action,
         key,
         backend: this.name,
@@ -96,6 +115,16 @@ export class StatementPool {
       // The gate's own queue deadline, untyped: the guard types everything else.
       throw error instanceof DeadboltError ? error : new BackendUnavailableError(action, { key, backend: this.name, cause: error });
     });
+  }
+
+  /** A connection was made: from now on our pool's connects get connectTimeoutMs alone (see `pool`). */
+  private markConnected(): void {
+    if (this.connectedOnce) return;
+    this.connectedOnce = true;
+    // pg-pool reads its options at each new connection, and hands them to each new client.
+    if (this.options.ownPool === undefined && this.poolInstance !== undefined) {
+      this.poolInstance.options.connectionTimeoutMillis = this.options.connectTimeoutMs;
+    }
   }
 
   /** Shorthand: one parameterised query. */

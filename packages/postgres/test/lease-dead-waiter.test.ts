@@ -65,3 +65,52 @@ describe('postgres:lease semaphore queue', () => {
     }
   }, 60_000);
 });
+
+describe('postgres:lease leave order', () => {
+  /** Our sessions whose statement waits for a lock in the server. */
+  const blocked = async (): Promise<number> =>
+    (
+      await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'deadbolt' AND wait_event_type = 'Lock'",
+      )
+    ).rows[0]!.n;
+
+  it('a waiter that gives up while its re-check is under way sends its leave after it, so the leave cannot overtake it', async () => {
+    const [holder, waiter] = [0, 1].map(() => createPostgresBackend(`${server.url}?mode=lease`) as PostgresBackend) as [
+      PostgresBackend,
+      PostgresBackend,
+    ];
+    const key = 'leave-order';
+    const permit = (ttlMs: number) => ({ key, owner: 'o', ttlMs, onLost: () => undefined, kind: { type: 'permit', permits: 1 } as const });
+    const locker = new pg.Client({ connectionString: server.url });
+    await locker.connect();
+    try {
+      // The only permit, for 3 s and never renewed: the waiter re-checks when that lease ends.
+      const held = await holder.kinds!.tryAcquire(permit(3_000));
+      expect(held.acquired).toBe(true);
+      const controller = new AbortController();
+      const waiting = waiter.kinds!.acquire!(permit(10_000), Date.now() + 30_000, controller.signal);
+      await expect.poll(() => queuedOn(key)).toBe(1);
+      // The key's row locked: the re-check's acquire function waits for it in the server.
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM deadbolt_locks_kinds WHERE key = $1 FOR UPDATE', [key]);
+      await expect.poll(blocked, { timeout: 15_000 }).toBe(1);
+      controller.abort();
+      // A window for a leave sent at once (it would wait for the row too), then: only the re-check waits.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await blocked()).toBe(1);
+      await locker.query('COMMIT');
+      expect(await waiting).toBeUndefined();
+      // The re-check queued the waiter again (or took the permit for it, had the lease ended); the leave after it undid that.
+      expect(await queuedOn(key)).toBe(0);
+      if (held.acquired) await holder.kinds!.release(held.grant);
+      const after = await holder.kinds!.tryAcquire(permit(1_000));
+      expect(after.acquired).toBe(true);
+      if (after.acquired) await holder.kinds!.release(after.grant);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+      await Promise.all([holder.close(), waiter.close()]);
+    }
+  });
+});

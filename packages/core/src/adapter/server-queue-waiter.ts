@@ -12,8 +12,8 @@ export interface WaiterHost {
   granted(waiter: QueueWaiter, fence: number, checkedAt: number): Grant;
   /** The waiter has an outcome: the queue forgets it (and stops its tick once nothing is left). */
   forget(waiter: QueueWaiter): void;
-  /** Leaves the queue for the waiter's token (tracked, so close() waits for it). */
-  giveUp(waiter: QueueWaiter): Promise<void>;
+  /** Leaves the queue for the waiter's token (tracked, so close() waits for it), after `pending` when given. */
+  giveUp(waiter: QueueWaiter, pending?: Promise<unknown>): Promise<void>;
   /** The error a waiter ended by close() rejects with. */
   closedError(waiter: QueueWaiter): Error;
 }
@@ -40,6 +40,8 @@ export class QueueWaiter {
   /** A re-check is in flight; one asked for meanwhile runs once after it (`again`). */
   private checking = false;
   private again = false;
+  /** The latest re-check's call: a leave waits for it (see `leaveAfterCheck`). */
+  private check: Promise<unknown> | undefined;
 
   constructor(
     private readonly host: WaiterHost,
@@ -99,7 +101,9 @@ export class QueueWaiter {
     if (Date.now() >= this.deadline) return this.cancel();
     const checkedAt = Date.now();
     this.checking = true;
-    this.host.recheck(this).then(
+    const call = this.host.recheck(this);
+    this.check = call;
+    call.then(
       (answer) => {
         this.checking = false;
         if (this.phase !== 'waiting') return;
@@ -125,7 +129,7 @@ export class QueueWaiter {
   cancel(): void {
     if (this.phase === 'done') return;
     this.finish();
-    this.host.giveUp(this).then(() => this.resolve(undefined), this.reject);
+    this.leaveAfterCheck().then(() => this.resolve(undefined), this.reject);
   }
 
   /** The queue is closing: leaves, then rejects with the closed error whatever the leave answered. */
@@ -133,7 +137,16 @@ export class QueueWaiter {
     if (this.phase === 'done') return;
     this.finish();
     const closed = (): void => this.reject(this.host.closedError(this));
-    this.host.giveUp(this).then(closed, closed);
+    this.leaveAfterCheck().then(closed, closed);
+  }
+
+  /**
+   * The leave, once a re-check still under way has settled: that re-check runs the queueing call,
+   * which queues us again or takes the lock for us, and sent on another connection (a PostgreSQL
+   * pool) a leave could reach the server first and leave that entry or grant behind.
+   */
+  private leaveAfterCheck(): Promise<void> {
+    return this.host.giveUp(this, this.checking ? this.check : undefined);
   }
 
   /** Stops without a word to the server (a simulated crash): no timer left, the entry stays queued. */

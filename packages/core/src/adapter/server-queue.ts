@@ -50,7 +50,7 @@ export class ServerQueue<G extends Grant = Grant> {
         if (this.waiters.get(waiter.token) === waiter) this.waiters.delete(waiter.token);
         if (this.waiters.size === 0 && this.unextended.size === 0) this.ticker.stop();
       },
-      giveUp: (waiter) => this.leave(waiter.request, waiter.token),
+      giveUp: (waiter, pending) => this.leave(waiter.request, waiter.token, pending),
       closedError: (waiter) => closedError('acquire', waiter.request.key, port.backend),
     };
     const sink: GrantSink = {
@@ -184,9 +184,10 @@ export class ServerQueue<G extends Grant = Grant> {
 
   // ---- the pieces ------------------------------------------------------------------------------
 
-  /** The port's leave, tracked so close() waits for it. */
-  private leave(request: AcquireRequest, token: string): Promise<void> {
-    const left = this.port.leave(request, token).then(() => undefined);
+  /** The port's leave, tracked so close() waits for it; sent once `pending` (a call of ours still under way) has settled. */
+  private leave(request: AcquireRequest, token: string, pending?: Promise<unknown>): Promise<void> {
+    const send = () => this.port.leave(request, token);
+    const left = (pending === undefined ? send() : pending.then(send, send)).then(() => undefined);
     this.leaving.add(left);
     const done = (): void => {
       this.leaving.delete(left);
