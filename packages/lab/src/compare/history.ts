@@ -71,6 +71,4 @@ export interface History {
   readonly endedAt: number;
 }
 
-export function now(): number {
-  return performance.timeOrigin + performance.now();
-}
+export { now } from './clock.js';

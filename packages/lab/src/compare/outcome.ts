@@ -3,14 +3,14 @@
  * a run that kept exclusion but left nobody able to take the lock for a while during the fault is
  * 'unavailable' (the price a CP system pays); otherwise 'exclusive'.
  */
-import type { ScenarioResult } from './scenario-kit.js';
+import type { CheckResult } from './checker.js';
 
 export type Outcome = 'exclusive' | 'overlapped' | 'unavailable';
 
 /** A window with no holder at least this long, touching the fault, counts as unavailability. */
 export const unavailableThresholdMs = 1000;
 
-export function outcomeOf(r: Pick<ScenarioResult, 'check'>): Outcome {
+export function outcomeOf(r: { readonly check: CheckResult }): Outcome {
   if (r.check.overlaps > 0) return 'overlapped';
   if (r.check.acquisitions === 0 || r.check.faultUnavailableMs >= unavailableThresholdMs) return 'unavailable';
   return 'exclusive';

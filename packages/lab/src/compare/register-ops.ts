@@ -3,7 +3,7 @@
  * when it was invoked and when it completed, and whether it took effect (ok), certainly did not
  * (fail) or may have (info: no reply came).
  */
-import { now } from './history.js';
+import { now } from './clock.js';
 import type { Operation } from './linearizability.js';
 import type { RegisterInput } from './register-model.js';
 
