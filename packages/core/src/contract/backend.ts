@@ -1,13 +1,13 @@
 import type { Capabilities } from './capabilities.js';
-import type { BackendDrivers } from './drivers.js';
-import type { AcquireRequest, AttemptResult, Grant } from './requests.js';
+import type { BackendDrivers, HoldDriver } from './drivers.js';
 
 /**
- * What a backend implements: it is the mutex's driver (HoldDriver), and offers the other
+ * What a backend implements: it is the mutex's driver (HoldDriver: tryAcquire, renew, release and
+ * the optional acquire, renewMany, validate, validateMany, waitForChange), and offers the other
  * primitives through optional drivers (contract/drivers.ts). Optional methods unlock better
  * behaviour; core works without them.
  */
-export interface LockBackend extends BackendDrivers {
+export interface LockBackend extends HoldDriver, BackendDrivers {
   /** Names the backend in errors, logs and spans: 'memory', 'redis:setnx', 'postgres:lease'. No credentials. */
   readonly name: string;
   readonly capabilities: Capabilities;
@@ -32,48 +32,6 @@ export interface LockBackend extends BackendDrivers {
    * `acquire` wait keeps core's bound (waitMs + callTimeoutMs + slack), on one shared timer.
    */
   readonly boundsCalls?: boolean;
-
-  /** One atomic attempt. Never waits for the lock to become free. */
-  tryAcquire(request: AcquireRequest): Promise<AttemptResult>;
-
-  /**
-   * Optional native waiting: the server queues us (blocking advisory lock, ZooKeeper's predecessor
-   * watch). It makes its own first attempt and calls `request.onContended` when it finds the lock
-   * held. Resolves with a grant, or `undefined` when `deadline` (Date.now() ms) passes or `signal`
-   * aborts; must leave nothing behind in either case. When present, core calls it instead of
-   * tryAcquire (+ waitForChange) whenever the caller may wait.
-   */
-  acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
-
-  /**
-   * Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone.
-   * A backend with its own validity (redlock) may move `grant.validUntil` forward before resolving.
-   */
-  renew(grant: Grant, ttlMs: number): Promise<boolean>;
-
-  /** Renews many grants in one round trip per connection. Core batches auto-renewals through it. */
-  renewMany?(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]>;
-
-  /** Deletes the lock only if the grant is still ours (atomic compare-and-delete). False: it was not. */
-  release(grant: Grant): Promise<boolean>;
-
-  /**
-   * One read, no write: true only while this exact grant (its token, not merely its key or owner)
-   * still holds on the server, by the server's clock where it has one; false when it was released,
-   * expired, taken by another or its session ended. Throws when the server cannot be asked. Core
-   * sends it only the grants this object issued (each driver validates its own). Absent:
-   * `lock.validate()` refuses with UnsupportedOperationError before any I/O.
-   */
-  validate?(grant: Grant): Promise<boolean>;
-
-  /** validate() for many grants in one round trip per connection (a multi-lock's keys). */
-  validateMany?(grants: readonly Grant[]): Promise<readonly boolean[]>;
-
-  /**
-   * Resolves when the lock on `key` may have become free (a release notification), or at the latest
-   * after `maxWaitMs`; rejects only on abort. Backends without notifications leave it out and core polls.
-   */
-  waitForChange?(key: string, maxWaitMs: number, signal: AbortSignal): Promise<void>;
 
   /**
    * A hint for a refused primitive: where this backend offers the missing capability (Redis: "use

@@ -37,13 +37,21 @@ export interface HoldDriver {
    * `deadline` (Date.now() ms) passes or `signal` aborts; leaves nothing behind in either case.
    */
   acquire?(request: AcquireRequest, deadline: number, signal: AbortSignal): Promise<Grant | undefined>;
-  /** Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone. */
+  /**
+   * Extends the lease if the grant is still ours (atomic compare-and-extend). False: it is gone.
+   * A driver with its own validity (redlock) may move `grant.validUntil` forward before resolving.
+   */
   renew(grant: Grant, ttlMs: number): Promise<boolean>;
-  /** Renews many of this driver's grants in one round trip per connection. */
+  /** Renews many of this driver's grants in one round trip per connection; auto-renewal batches through it. */
   renewMany?(grants: readonly Grant[], ttlMs: readonly number[]): Promise<readonly boolean[]>;
   /** Deletes the hold only if the grant is still ours (atomic compare-and-delete). False: it was not. */
   release(grant: Grant): Promise<boolean>;
-  /** One read, no write: true only while this exact grant still holds on the server. */
+  /**
+   * One read, no write: true only while this exact grant (its token, not merely its key or owner)
+   * still holds on the server, by the server's clock where it has one; false when it was released,
+   * expired, taken by another or its session ended. Throws when the server cannot be asked. Absent:
+   * `lock.validate()` refuses with UnsupportedOperationError before any I/O.
+   */
   validate?(grant: Grant): Promise<boolean>;
   /** validate() for many grants in one round trip per connection. */
   validateMany?(grants: readonly Grant[]): Promise<readonly boolean[]>;
