@@ -63,7 +63,11 @@ describe('the operator API', () => {
     const forced = await client.forceRelease('k').catch((error: unknown) => error);
     expect(forced).toBeInstanceOf(UnsupportedOperationError);
     expect(String((forced as Error).message)).toContain("capabilities.operations does not include 'forceRelease'");
-    const listed = await client.list()[Symbol.asyncIterator]().next().catch((error: unknown) => error);
+    const listed = await client
+      .list()
+      [Symbol.asyncIterator]()
+      .next()
+      .catch((error: unknown) => error);
     expect(listed).toBeInstanceOf(UnsupportedOperationError);
     expect(String((listed as Error).message)).toContain("does not include 'list'");
     expect(backend.calls).toBe(0);
