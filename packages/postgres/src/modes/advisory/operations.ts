@@ -19,13 +19,16 @@ import type { AdvisoryServer } from './server.js';
  * session (many locks share a session here). No list: pg_locks keeps a 64-bit hash, not the key.
  */
 export class AdvisoryOperations implements OperationsDriver {
+  /** The pg_locks read (a field so a test can break it). */
+  statement = lockRows;
+
   constructor(private readonly server: AdvisoryServer) {}
 
   async inspect(key: string): Promise<BackendInspection> {
     const namespace = this.server.options.namespace;
     const idOf = (name: string): string => advisoryLockId(`${key}\u0000${name}`, namespace).toString();
     const ids = { lock: this.server.idOf(key), inUse: idOf('in use'), gate: idOf('gate') };
-    const rows = await this.server.query<{ id: string; mode: string; granted: boolean }>('inspect', key, lockRows, [
+    const rows = await this.server.query<{ id: string; mode: string; granted: boolean }>('inspect', key, this.statement, [
       [ids.lock, ids.inUse, ids.gate],
     ]);
     const holders: LockHolder[] = [];
