@@ -5,7 +5,7 @@ import { expirySeconds } from './expiry.js';
 import { encodeKey } from './keys.js';
 import { permitsKeyOf } from './permits-record.js';
 import { slotKey } from './semaphore-slots.js';
-import { deleteIfCas, getWithCas, getWithFlags, Opcode, request, Status, storeExtras } from './protocol.js';
+import { type Cas, deleteIfCas, getWithCas, getWithFlags, Opcode, request, Status, storeExtras } from './protocol.js';
 
 /**
  * The operator API on memcached: inspect and forceRelease (capabilities.operations
@@ -19,8 +19,9 @@ import { deleteIfCas, getWithCas, getWithFlags, Opcode, request, Status, storeEx
  * flags say nothing.
  *
  * forceRelease first stores a marker item beside the key naming `by` and the tokens it takes back,
- * then deletes each hold item with its CAS as read (so a hold taken after the read is not touched):
- * the holder's next renewal is refused and reads the marker (forcedBy) to learn who forced it.
+ * then deletes each hold item while it still holds the token read (so a hold taken after the read
+ * is not touched): the holder's next renewal is refused and reads the marker (forcedBy) to learn
+ * who forced it.
  */
 export function forcedKeyOf(key: string): string {
   return `${key}\u0000forced`;
@@ -80,7 +81,7 @@ export class MemcachedOperations implements OperationsDriver {
         JSON.stringify(marker),
       );
       if (stored.status !== Status.ok) throw new Error(`memcached SET answered status 0x${stored.status.toString(16)}`);
-      const deleted = await Promise.all(held.map((hold) => deleteIfCas(client, encodeKey(hold.storedKey), hold.cas)));
+      const deleted = await Promise.all(held.map((hold) => deleteHold(client, hold.storedKey, hold.token, hold.cas)));
       return deleted.some(Boolean);
     });
   }
@@ -94,6 +95,23 @@ export class MemcachedOperations implements OperationsDriver {
       return marker?.tokens.includes(grant.token) ? marker.by : undefined;
     });
   }
+}
+
+/**
+ * Deletes the item while it still holds `token`: a renewal between our read and the delete changes
+ * the CAS but not the token, so the delete is tried again on the item as renewed (a few times: a
+ * holder renews at most once a tick). Another holder's item (another token) is never deleted.
+ */
+async function deleteHold(client: memjs.Client, storedKey: string, token: string, cas: Cas): Promise<boolean> {
+  const key = encodeKey(storedKey);
+  let current: Cas = cas;
+  for (let round = 0; round < 3; round += 1) {
+    if (await deleteIfCas(client, key, current)) return true;
+    const now = await getWithCas(client, key);
+    if (now === undefined || now.value.toString('utf8') !== token) return false;
+    current = now.cas;
+  }
+  return false;
 }
 
 /** The items that can hold `key`: its own, and its semaphore's slots while the permits record stands. */
