@@ -36,8 +36,8 @@ Exit codes:
   69   the backend is unavailable (did not answer, or refused us)
   75   run: the lock stayed busy for all of --wait
   78   configuration: adapter package not installed, the server refused the URL's settings,
-       or the backend cannot do it (leader on memcached; inspect, list, release and watch
-       need redis for now)
+       or the backend cannot do it (leader on memcached; list on memcached; list and
+       release --force on postgres mode=advisory)
   79   run: the lock was lost while the command ran; the command was stopped
   126  run: the command could not be executed
   127  run: the command was not found

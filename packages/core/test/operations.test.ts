@@ -45,6 +45,36 @@ describe('the operator API', () => {
     await client.close();
   });
 
+  it('a backend declaring only inspect answers it and refuses forceRelease and list, naming each operation, before any I/O', async () => {
+    const backend = withoutOperations();
+    let inspected = 0;
+    const partial = Object.assign(backend, {
+      capabilities: { ...memoryCapabilities, operations: ['inspect'] as const },
+      operations: {
+        inspect: async () => {
+          inspected += 1;
+          return { holders: [] };
+        },
+      },
+    });
+    const client = createLockClient({ backend: partial });
+    expect((await client.inspect('k')).held).toBe(false);
+    expect(inspected).toBe(1);
+    const forced = await client.forceRelease('k').catch((error: unknown) => error);
+    expect(forced).toBeInstanceOf(UnsupportedOperationError);
+    expect(String((forced as Error).message)).toContain("capabilities.operations does not include 'forceRelease'");
+    const listed = await client
+      .list()
+      [Symbol.asyncIterator]()
+      .next()
+      .catch((error: unknown) => error);
+    expect(listed).toBeInstanceOf(UnsupportedOperationError);
+    expect(String((listed as Error).message)).toContain("does not include 'list'");
+    expect(backend.calls).toBe(0);
+    expect(inspected).toBe(1);
+    await client.close();
+  });
+
   it('bad keys and list options are refused with InvalidArgumentError before any I/O', async () => {
     const memory = freshMemory('ops-input');
     const client = createLockClient(memory.url);

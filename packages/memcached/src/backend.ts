@@ -22,6 +22,7 @@ import type { SlotGrant } from './semaphore-slots.js';
 import type { ResolvedMemcachedOptions } from './options.js';
 import { checkPermits } from './permits-record.js';
 import { KeyPoller } from './poller.js';
+import { MemcachedOperations } from './operations.js';
 import { runRecordsOn } from './run-records.js';
 import { addReturningCas, deleteIfCas, getWithCas, getWithFlags, setIfCasReturning, type Cas } from './protocol.js';
 import { holdsToken } from './validate.js';
@@ -53,6 +54,8 @@ export const memcachedCapabilities: Capabilities = Object.freeze({
   semaphore: true,
   // The item's expiry is ttl + lockDelayMs, rounded up like every lease (grant and renewal).
   lockDelay: true,
+  // operations.ts: the items of a key can be read and deleted, but memcached cannot enumerate keys (no list).
+  operations: Object.freeze(['inspect', 'forceRelease'] as const),
 });
 
 export class MemcachedBackend implements LockBackend {
@@ -111,6 +114,8 @@ export class MemcachedBackend implements LockBackend {
 
   /** Run-once records beside the job's lock (run-records.ts); claims are the mutex's. */
   readonly runs: RunsDriver;
+  /** inspect and forceRelease over the key's hold items (operations.ts); no list. */
+  readonly operations: MemcachedOperations;
 
   constructor(options: ResolvedMemcachedOptions) {
     this.#options = options;
@@ -118,6 +123,7 @@ export class MemcachedBackend implements LockBackend {
     this.#client = options.client;
     this.#ownsClient = options.client === undefined;
     this.runs = runRecordsOn(this.#connection.bind(this), this.#run.bind(this));
+    this.operations = new MemcachedOperations(this.#connection.bind(this), this.#run.bind(this));
   }
 
   /** Connects lazily: the factory must not do I/O. */

@@ -93,11 +93,12 @@ describe('postgres:lease operator API', () => {
     expect(await listed('a')).toEqual([]);
   });
 
-  it('advisory mode refuses inspect, forceRelease and list before any I/O (nothing listens on port 1)', async () => {
+  it('advisory mode answers inspect only: forceRelease and list are refused, each named, before any I/O (nothing listens on port 1)', async () => {
     const advisory = createLockClient({ backend: createPostgresBackend('postgres://nobody:secret@127.0.0.1:1/none?mode=advisory') });
     clients.push(advisory);
-    await expect(advisory.inspect('k')).rejects.toBeInstanceOf(UnsupportedOperationError);
+    await expect(advisory.forceRelease('k')).rejects.toThrow(/capabilities\.operations does not include 'forceRelease'/);
     await expect(advisory.forceRelease('k')).rejects.toBeInstanceOf(UnsupportedOperationError);
+    await expect(advisory.list()[Symbol.asyncIterator]().next()).rejects.toThrow(/capabilities\.operations does not include 'list'/);
     await expect(advisory.list()[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(UnsupportedOperationError);
   });
 });

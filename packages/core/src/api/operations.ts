@@ -8,14 +8,23 @@ export interface LockHolder {
   /**
    * The holder's owner id, where the server stores it beside the hold (memory, redis
    * hash-reentrant and fair). Absent where the server keeps only a random token (redis setnx,
-   * getset, redlock).
+   * getset, redlock; memcached) or no owner at all (PostgreSQL advisory: a session holds the lock).
    */
   readonly owner?: string;
-  /** The hold's fencing token, where the backend fences and can tell which fence the hold got. */
+  /**
+   * The hold's fencing token, where the backend fences and can tell which fence the hold got
+   * (absent on memcached, which does not fence, and on PostgreSQL advisory, which keeps no fence per key).
+   */
   readonly fence?: number;
-  /** The lease left on the server's clock (or the client's, for redis getset), in ms. */
+  /**
+   * The lease left on the server's clock (or the holder's, for redis getset and memcached), in ms.
+   * Absent where a hold has no lease the server knows (PostgreSQL advisory: it lasts as long as its session).
+   */
   readonly ttlLeftMs?: number;
-  /** The plain lock, a read-write lock's read or write hold, or a semaphore's permit. */
+  /**
+   * The plain lock, a read-write lock's read or write hold, or a semaphore's permit. PostgreSQL
+   * advisory reports a write hold as 'mutex': both are the key's one exclusive lock on the server.
+   */
   readonly kind: 'mutex' | 'read' | 'write' | 'permit';
 }
 

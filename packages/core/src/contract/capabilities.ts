@@ -32,8 +32,12 @@ export interface Capabilities {
    */
   readonly lockDelay?: boolean;
   /**
-   * The operator API (`client.inspect`, `forceRelease`, `list`): the backend offers an operations
-   * driver (`LockBackend.operations`). Absent: false (those calls refuse with UnsupportedOperationError).
+   * The operator API (`client.inspect`, `forceRelease`, `list`) the backend answers, through its
+   * operations driver (`LockBackend.operations`). `true`: all three. A list: only those named
+   * (memcached `['inspect', 'forceRelease']`: it cannot enumerate keys; PostgreSQL advisory
+   * `['inspect']`). Absent or false: none. An operation not declared refuses with
+   * UnsupportedOperationError before any I/O. Fields of an inspection the backend cannot know
+   * (owner, fence, ttlLeftMs) are absent; each backend's page says which.
    */
-  readonly operations?: boolean;
+  readonly operations?: boolean | readonly ('inspect' | 'forceRelease' | 'list')[];
 }

@@ -100,14 +100,18 @@ export interface ElectionDriver {
   validate?(grant: Grant): Promise<boolean>;
 }
 
-/** The operator API: reads and takes back holds of any owner. Gated by `capabilities.operations`. */
+/**
+ * The operator API: reads and takes back holds of any owner. Gated by `capabilities.operations`:
+ * inspect is always offered; forceRelease and listKeys only where the backend can answer them
+ * (core refuses a missing one before any I/O).
+ */
 export interface OperationsDriver {
   /** One read of every hold on `key`, across kinds (mutex, read, write, permit). */
   inspect(key: string): Promise<BackendInspection>;
   /** Removes every hold on `key`, leaving a marker naming `by` where the holder can read it. */
-  forceRelease(key: string, by: string): Promise<boolean>;
+  forceRelease?(key: string, by: string): Promise<boolean>;
   /** The full keys that start with `prefix` and hold something now (each once, any order). */
-  listKeys(prefix: string): AsyncIterable<string>;
+  listKeys?(prefix: string): AsyncIterable<string>;
   /** Who forced this grant's hold away recently, read after a refused renewal. */
   forcedBy?(grant: Grant): Promise<string | undefined>;
 }

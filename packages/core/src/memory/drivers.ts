@@ -7,7 +7,7 @@ import type { ElectionDriver, HoldDriver, MultiDriver, OperationsDriver, RunsDri
 type MemoryMethods = Pick<HoldDriver, 'renew' | 'release'> &
   Required<Pick<HoldDriver, 'validate'>> &
   Partial<MultiDriver & ElectionDriver & RunsDriver> &
-  Pick<OperationsDriver, 'inspect' | 'forceRelease' | 'listKeys'>;
+  Required<Pick<OperationsDriver, 'inspect' | 'forceRelease' | 'listKeys'>>;
 
 /** The memory backend's drivers beside its mutex and kinds. */
 export interface MemoryDrivers {

@@ -7,17 +7,31 @@ import type { ListOptions, LockInspection } from '../api/operations.js';
 import type { Engine } from '../engine/engine.js';
 import { describeValue, validateKey } from '../validation.js';
 
-/** The backend's operator methods, or UnsupportedOperationError before any I/O. */
-function operationsOf(backend: LockBackend, operation: string, key: string | undefined): OperationsDriver {
+type Operation = 'inspect' | 'forceRelease' | 'list';
+
+/** What each operation does, for its refusal. */
+const whatItDoes: Readonly<Record<Operation, string>> = {
+  inspect: 'read holds',
+  forceRelease: 'take back holds',
+  list: 'enumerate held keys',
+};
+
+/** The driver's method for `operation`, if it offers it. */
+function offers(operations: OperationsDriver, operation: Operation): boolean {
+  if (operation === 'forceRelease') return operations.forceRelease !== undefined;
+  if (operation === 'list') return operations.listKeys !== undefined;
+  return true;
+}
+
+/** The backend's operator methods, or UnsupportedOperationError naming the operation before any I/O. */
+function operationsOf(backend: LockBackend, operation: Operation, key: string | undefined): OperationsDriver {
   const operations = driversOf(backend).operations;
-  if (operations !== undefined) return operations;
-  throw refusal(
-    operation,
-    'this backend cannot read or take back holds (capabilities.operations is not true: it offers no operations driver)',
-    backend,
-    key,
-    'operations',
-  );
+  if (operations !== undefined && offers(operations, operation)) return operations;
+  const why =
+    operations === undefined
+      ? 'capabilities.operations is not declared: it offers no operations driver'
+      : `capabilities.operations does not include '${operation}'`;
+  throw refusal(operation, `this backend cannot ${whatItDoes[operation]} (${why})`, backend, key, 'operations');
 }
 
 export async function inspectKey(engine: Engine, key: string): Promise<LockInspection> {
@@ -41,7 +55,7 @@ export async function forceReleaseKey(engine: Engine, key: string): Promise<bool
   const backend = await engine.backendLoading;
   const ops = operationsOf(backend, 'forceRelease', key);
   const fullKey = engine.prefixOf(backend) + key;
-  const released = await engine.call(backend, 'forceRelease', key, () => ops.forceRelease(fullKey, engine.id));
+  const released = await engine.call(backend, 'forceRelease', key, () => ops.forceRelease!(fullKey, engine.id));
   engine.emit('forced', { key, released });
   return released;
 }
@@ -74,7 +88,7 @@ export async function* listInspections(engine: Engine, options?: ListOptions): A
   const clientPrefix = engine.prefixOf(backend);
   const limit = options?.limit ?? Number.POSITIVE_INFINITY;
   let yielded = 0;
-  for await (const fullKey of ops.listKeys(clientPrefix + (options?.prefix ?? ''))) {
+  for await (const fullKey of ops.listKeys!(clientPrefix + (options?.prefix ?? ''))) {
     const inspection = await inspectKey(engine, fullKey.slice(clientPrefix.length));
     if (!inspection.held) continue;
     yield inspection;

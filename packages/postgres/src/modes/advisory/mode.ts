@@ -4,6 +4,7 @@ import { AdvisoryElection } from './election.js';
 import { AdvisoryKinds } from './kinds.js';
 import { AdvisoryMulti } from './multi.js';
 import { AdvisoryMutex } from './mutex.js';
+import { AdvisoryOperations } from './operations.js';
 import { AdvisoryServer } from './server.js';
 
 export const advisoryCapabilities: Capabilities = Object.freeze({
@@ -19,6 +20,8 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
   multi: 'atomic',
   // A term is the key's advisory lock on a session of its own, the fence as term (election.ts).
   election: true,
+  // inspect from pg_locks (operations.ts); no forceRelease (it would end a whole session) and no list (pg_locks keeps no names).
+  operations: Object.freeze(['inspect'] as const),
 });
 
 /**
@@ -26,13 +29,14 @@ export const advisoryCapabilities: Capabilities = Object.freeze({
  * dropped connection or pg_terminate_backend reports every lock of that session lost. One shared
  * piece (server.ts: the fence objects, the mutex's sessions, the closed state) under four drivers,
  * each the keeper of the holds it issues: the mutex (mutex.ts, also keeping a multi-key set's
- * grants), the kinds (read-write and semaphore), multi and election. Needs session state, so it
+ * grants), the kinds (read-write and semaphore), multi and election; and inspect (operations.ts). Needs session state, so it
  * does NOT work through a transaction-pooling PgBouncer (use 'lease').
  */
 export class AdvisoryMode implements PostgresLockMode {
   readonly kinds: AdvisoryKinds;
   readonly multi: AdvisoryMulti;
   readonly election: AdvisoryElection;
+  readonly operations: AdvisoryOperations;
   private readonly server: AdvisoryServer;
   private readonly mutex: AdvisoryMutex;
   private closing: Promise<void> | undefined;
@@ -43,6 +47,7 @@ export class AdvisoryMode implements PostgresLockMode {
     this.kinds = new AdvisoryKinds(this.server);
     this.multi = new AdvisoryMulti(this.server, this.mutex);
     this.election = new AdvisoryElection(this.server);
+    this.operations = new AdvisoryOperations(this.server);
   }
 
   // The mode is the mutex's driver (the backend's own methods): mutex.ts.
