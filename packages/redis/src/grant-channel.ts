@@ -15,6 +15,8 @@ type Subscriber = (Redis | Cluster) & {
  */
 export class GrantChannel {
   private subscriber: Subscriber | undefined;
+  /** After close(): nothing subscribes again, so no connection is opened behind the backend's back. */
+  private closed = false;
   /** true once subscribed; the pending subscription otherwise. */
   private readonly channels = new Map<string, true | Promise<void>>();
 
@@ -26,6 +28,8 @@ export class GrantChannel {
 
   /** True when `channel` is already live; else a promise that settles once it is (or failed). */
   ready(channel: string): true | Promise<void> {
+    // A queue tick or a late waiter after close must not open a new subscriber connection.
+    if (this.closed) return Promise.resolve();
     const state = this.channels.get(channel);
     if (state !== undefined) return state;
     const subscribing = this.subscribe(channel);
@@ -35,6 +39,7 @@ export class GrantChannel {
 
   /** Stops for good; returns the subscriber connection, if one was opened, for the caller to close. */
   close(): Redis | Cluster | undefined {
+    this.closed = true;
     return this.subscriber;
   }
 

@@ -16,9 +16,13 @@ interface Held {
   readonly onLost: (grant: Grant, cause: Error) => void;
 }
 
-/** The part of node-zookeeper-client's private connection state close() needs to not leak a socket. */
+/**
+ * The part of node-zookeeper-client's private connection state close() needs to not leak a socket
+ * or a timer: a connect under way arms `connectTimeoutHandler`, which only an error or a connected
+ * socket clears, so a client closed while its server is down kept that timer for a connect timeout.
+ */
 interface WithSocket {
-  readonly connectionManager?: { readonly socket?: { destroy(): void } };
+  readonly connectionManager?: { readonly socket?: { destroy(): void }; connectTimeoutHandler?: NodeJS.Timeout };
 }
 
 const closeGraceMs = 1_000;
@@ -262,7 +266,9 @@ export class ZooKeeperSession {
       function finish(): void {
         clearTimeout(timer);
         client.removeListener('disconnected', finish);
-        (client as unknown as WithSocket).connectionManager?.socket?.destroy();
+        const manager = (client as unknown as WithSocket).connectionManager;
+        manager?.socket?.destroy();
+        clearTimeout(manager?.connectTimeoutHandler);
         resolve();
       }
       client.once('disconnected', finish);
