@@ -26,7 +26,7 @@ export abstract class EngineCore {
   protected renewer: Renewer | undefined;
   /** The backend once loaded: the hot path reads it without awaiting backendLoading again. */
   protected loaded: LockBackend | undefined;
-  /** The loaded backend's drivers (contract/legacy.ts), read once. */
+  /** The loaded backend's drivers (contract/drivers-of.ts), read once. */
   protected drivers: Drivers | undefined;
   protected readonly leases = new Map<string, Lease>();
   protected closed: Promise<void> | undefined;
