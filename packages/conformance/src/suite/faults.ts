@@ -72,22 +72,19 @@ async function serverPausedBody(ctx: CaseContext): Promise<void> {
 export const serverDown: ConformanceCase = {
   title: 'server down at acquire: BackendUnavailableError within a deadline, and close() then leaves nothing open',
   requires: needsFaults('down', 'up'),
-  run: async (ctx) => {
-    // The fault hooks stay outside the tracked work: a container's restart opens timers and sockets
-    // of the test's own (the engine's API client), which are not the client's to close.
-    await ctx.fault('down');
-    try {
-      await assertClosesClean('after a down server, the client closed', async () => {
+  run: (ctx) =>
+    assertClosesClean('after a down server, the client closed', async () => {
+      await ctx.fault('down');
+      try {
         const client = ctx.client();
         const error = await within(rejection(client.acquire('k', { waitMs: 2_000 })), DEADLINE_MS, 'acquire on a down server');
         assert(error instanceof BackendUnavailableError, `expected BackendUnavailableError, got ${String(error)}`);
         // Closed while the server is still down: its reconnect attempts must end with it.
         await client.close();
-      });
-    } finally {
-      await ctx.fault('up');
-    }
-  },
+      } finally {
+        await ctx.fault('up');
+      }
+    }),
 };
 
 export const faultCases: readonly ConformanceCase[] = [serverRestart, serverPaused, serverDown];
