@@ -1,6 +1,7 @@
 import { noop } from 'cockatiel';
 import { castGrpcError, Etcd3, GRPCCancelledError, type IOptions } from 'etcd3';
 import type { ResolvedEtcdOptions } from './options.js';
+import { OwnedConnects, type Connector } from './owned-connects.js';
 
 /**
  * The etcd3 client as the adapter uses it: one gRPC channel per member, no retries and no circuit
@@ -46,14 +47,22 @@ interface Subchannel {
   startConnecting?: () => void;
   transport?: { session?: Http2Session | null } | null;
   /** Its connect in progress: the session waits there for the server's SETTINGS. */
-  connector?: { session?: Http2Session | null };
+  connector?: Connector & {
+    session?: Http2Session | null;
+    createSession?: (connected: { socket: { destroy(): void } }) => Promise<unknown>;
+  };
+}
+interface SubchannelPool {
+  pool?: Record<string, { subchannel?: Subchannel }[]>;
+  getOrCreateSubchannel?: (...args: unknown[]) => Subchannel;
 }
 interface GrpcService {
   close(): void;
-  getChannel(): { internalChannel?: { subchannelPool?: { pool?: Record<string, { subchannel?: Subchannel }[]> } } };
+  getChannel(): { internalChannel?: { subchannelPool?: SubchannelPool } };
 }
 interface PoolHost {
   cachedServices: Record<string, GrpcService | undefined>;
+  getServiceClient(name: string): GrpcService;
   resetAllServices(): void;
   close(): void;
 }
@@ -71,7 +80,11 @@ const closeGraceMs = 1_000;
  *   (a member down at close: 7 established sockets to it once it was back);
  * - a channel closes its HTTP/2 session gracefully, which a silent link (no bytes, no close) or a
  *   frozen member never lets finish, nor a connect still waiting for the member's SETTINGS: the
- *   socket stayed open until the kernel gave up on it.
+ *   socket stayed open until the kernel gave up on it;
+ * - a TCP connect still under way at close (to a member whose SYNs go unanswered) is handed, once
+ *   it completes, to a connector that keeps it as a session: the socket outlived close() for good
+ *   once the member was back (seen on a cluster stopped and started again); and one to a member
+ *   that never answers lasts until the kernel gives up (owned-connects.ts).
  * So: close at once, stop the channel's own subchannels (a local subchannel pool, so they are this
  * channel's alone) from connecting again, and destroy a session still open a second later, or at
  * once when the whole client closes. Only this client's hosts are changed.
@@ -85,6 +98,13 @@ function closeServicesAtOnce(client: Etcd3): void {
     if (!session.destroyed) session.destroy();
   };
   for (const host of hosts) {
+    const connects = new OwnedConnects();
+    const getServiceClient = host.getServiceClient.bind(host);
+    host.getServiceClient = (name) => {
+      const service = getServiceClient(name);
+      adoptConnects(service, connects);
+      return service;
+    };
     const closeHost = host.close.bind(host);
     host.resetAllServices = () => {
       const services = Object.values(host.cachedServices);
@@ -102,6 +122,13 @@ function closeServicesAtOnce(client: Etcd3): void {
           // The load balancer may still ask it to connect on the next tick: nothing may now.
           subchannel.startConnecting = () => undefined;
           subchannel.continueConnecting = false;
+          // A connect under way looks this up when its socket connects: that socket is nobody's now.
+          if (subchannel.connector !== undefined) {
+            subchannel.connector.createSession = (connected) => {
+              connected.socket.destroy();
+              return Promise.reject(new Error('the etcd client was closed while this connection was being made'));
+            };
+          }
         }
         for (const session of sessions) {
           closing.add(session);
@@ -111,10 +138,28 @@ function closeServicesAtOnce(client: Etcd3): void {
     };
     host.close = () => {
       closeHost();
+      connects.close();
       for (const session of [...closing]) destroy(session);
     };
   }
 }
+
+/** Every subchannel this service's channel makes connects through `connects` (once per channel pool). */
+function adoptConnects(service: GrpcService, connects: OwnedConnects): void {
+  const pool = service.getChannel().internalChannel?.subchannelPool;
+  const create = pool?.getOrCreateSubchannel;
+  if (pool === undefined || create === undefined || adopted.has(pool)) return;
+  adopted.add(pool);
+  pool.getOrCreateSubchannel = (...args) => {
+    const subchannel = create.apply(pool, args);
+    if (subchannel.connector !== undefined && !adopted.has(subchannel)) {
+      adopted.add(subchannel);
+      connects.adopt(subchannel.connector);
+    }
+    return subchannel;
+  };
+}
+const adopted = new WeakSet<object>();
 
 /**
  * etcd3 takes any error of a stream for a failed member and resets every gRPC client of it, failing

@@ -64,7 +64,10 @@ export class ContenderKeeper {
       } catch (error) {
         // The key may still be there: its slot stays taken until a background delete lands, or the
         // next hold of ours would adopt the key, and with it this hold's fence.
-        site.deleteLater(ours.token, remove);
+        site.deleteLater(ours.token, async () => {
+          await remove();
+          site.held.free(ours.token);
+        });
         throw error;
       }
     });

@@ -41,7 +41,7 @@ export class EtcdMulti implements MultiDriver {
         keep = true;
         return requests.map((request, index) => site.grantOn(lease, request, keys[index]!, revision));
       } finally {
-        if (!keep) await Promise.all(keys.map((key) => site.retreat(key, created)));
+        if (!keep) await Promise.all(keys.map((key) => site.retreat(key, created, lease.id)));
       }
     });
   }

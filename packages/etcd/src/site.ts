@@ -12,6 +12,7 @@ import {
 import type { Etcd3 } from 'etcd3';
 import { callOptions, createEtcdClient } from './client.js';
 import { HeldKeys } from './held-keys.js';
+import { LateCreates } from './late-creates.js';
 import { contenderKey } from './keys.js';
 import { planFor, type ContenderPlan, type TurnContext } from './kinds.js';
 import { contenderAlive, createContender, deleteContender, type Contention } from './mutex-recipe.js';
@@ -43,12 +44,20 @@ export class EtcdSite {
   readonly riding = new Map<string, Map<EtcdGrant, AcquireRequest['onLost']>>();
   readonly closing = new AbortController();
   private readonly pendingDeletes = new PendingDeletes(500);
+  private readonly lateCreates: LateCreates;
 
   constructor(readonly options: ResolvedEtcdOptions) {
     this.endpoint = endpointOf(options.hosts);
     this.client = createEtcdClient(options);
     this.session = new EtcdSession(this.client, options);
+    this.lateCreates = new LateCreates(
+      this.client,
+      options.callTimeoutMs,
+      (key, revision) => this.removeNow(key, () => deleteContender(this.client, key, revision, this.callOptions()), false),
+      (key) => this.held.free(key),
+    );
     this.session.onLost((lease, cause) => {
+      this.lateCreates.leaseEnded(lease.id);
       const grants = this.riding.get(lease.id);
       this.riding.delete(lease.id);
       for (const [grant, onLost] of grants ?? []) onLost(grant, cause);
@@ -100,7 +109,7 @@ export class EtcdSite {
       keep = true;
       return this.grantOn(lease, request, key, contention.myRevision);
     } finally {
-      if (!keep) await this.retreat(key, created);
+      if (!keep) await this.retreat(key, created, lease.id);
     }
   }
 
@@ -120,28 +129,41 @@ export class EtcdSite {
    * the delete fails too, it is retried in the background (pending-deletes.ts) and the slot stays
    * taken until then, so no new hold of ours reuses the name meanwhile.
    */
-  async retreat(key: string, revision: string | undefined): Promise<void> {
+  async retreat(key: string, revision: string | undefined, leaseId: string): Promise<void> {
+    if (revision !== undefined) {
+      await this.removeNow(key, () => deleteContender(this.client, key, revision, this.callOptions()), true);
+      return;
+    }
     // Outcome of the create unknown: delete whatever our lease may have put under that name (the
-    // name holds our lease id, so it can be no one else's).
-    const remove =
-      revision === undefined
-        ? () => this.client.kv.deleteRange({ key: Buffer.from(key, 'utf8') }, this.callOptions())
-        : () => deleteContender(this.client, key, revision, this.callOptions());
-    try {
+    // name holds our lease id, so it can be no one else's), then watch the name for the create
+    // landing later still (late-creates.ts); the name stays taken while its lease lives.
+    await this.removeNow(
+      key,
+      async () => {
+        const deleted = await this.client.kv.deleteRange({ key: Buffer.from(key, 'utf8') }, this.callOptions());
+        this.lateCreates.watch(key, leaseId, (BigInt(deleted.header.revision) + 1n).toString());
+      },
+      false,
+    );
+  }
+
+  /** Runs `remove` now, and in the background until it answers if it fails; `free` frees the slot after. */
+  private async removeNow(key: string, remove: () => Promise<unknown>, free: boolean): Promise<void> {
+    const removeAndFree = async (): Promise<void> => {
       await remove();
-      this.held.free(key);
+      if (free) this.held.free(key);
+    };
+    try {
+      await removeAndFree();
     } catch {
-      this.deleteLater(key, remove);
+      this.deleteLater(key, removeAndFree);
     }
   }
 
-  /** Retries a delete that failed in the background; the key's local slot is freed once it lands. */
+  /** Retries a delete that failed in the background, until it answers. */
   deleteLater(key: string, remove: () => Promise<unknown>): void {
     if (this.closing.signal.aborted) return;
-    this.pendingDeletes.add(key, async () => {
-      await remove();
-      this.held.free(key);
-    });
+    this.pendingDeletes.add(key, remove);
   }
 
   grantOn(lease: SessionLease, request: AcquireRequest, key: string, revision: string): EtcdGrant {
@@ -162,6 +184,7 @@ export class EtcdSite {
     if (this.closing.signal.aborted) return;
     this.closing.abort(closedError('close', undefined, this.name));
     this.pendingDeletes.close();
+    this.lateCreates.close();
     try {
       await this.session.close();
     } finally {

@@ -15,7 +15,9 @@ const scope = new AsyncLocalStorage<HandleTracker | undefined>();
 
 interface Opened {
   readonly type: string;
-  readonly resource: { hasRef?(): boolean; _destroyed?: boolean };
+  readonly resource: { hasRef?(): boolean; _destroyed?: boolean; getpeername?(into: object): unknown };
+  /** When it was opened, relative to the tracker's start: a leak's age tells which step opened it. */
+  readonly atMs: number;
 }
 
 /**
@@ -34,9 +36,11 @@ export function untracked<T>(work: () => Promise<T>): Promise<T> {
  */
 export class HandleTracker {
   readonly #opened = new Map<number, Opened>();
+  readonly #start = Date.now();
   readonly #hook = createHook({
     init: (id, type, _trigger, resource) => {
-      if (TRACKED.has(type) && scope.getStore() === this) this.#opened.set(id, { type, resource: resource as Opened['resource'] });
+      if (TRACKED.has(type) && scope.getStore() === this)
+        this.#opened.set(id, { type, resource: resource as Opened['resource'], atMs: Date.now() - this.#start });
     },
     destroy: (id) => {
       this.#opened.delete(id);
@@ -59,6 +63,21 @@ export class HandleTracker {
     return open;
   }
 
+  /** What open() lists, with each socket's peer and when it was opened: for a failure's message. */
+  describeOpen(): string {
+    const open = new Set(this.open());
+    const described: string[] = [];
+    for (const { type, resource, atMs } of this.#opened.values()) {
+      if (!open.has(type)) continue;
+      if (type === 'Timeout' && (resource._destroyed === true || resource.hasRef?.() === false)) continue;
+      const peer: { address?: string; port?: number } = {};
+      resource.getpeername?.(peer);
+      const to = peer.address === undefined ? '' : ` to ${peer.address}:${peer.port}`;
+      described.push(`${type}${to} opened at +${atMs} ms`);
+    }
+    return described.join(', ');
+  }
+
   stop(): void {
     this.#hook.disable();
     this.#opened.clear();
@@ -79,7 +98,7 @@ export async function assertClosesClean(what: string, work: () => Promise<void>,
     const settled = await waitUntil(() => handleCount() <= before && tracker.open().length === 0, withinMs, 20);
     assert(
       settled,
-      `${what}: handles ${handleCount()} after close, ${before} before (${process.getActiveResourcesInfo().join(', ')}); opened by the clients and still open: ${tracker.open().join(', ') || 'none'}`,
+      `${what}: handles ${handleCount()} after close, ${before} before (${process.getActiveResourcesInfo().join(', ')}); opened by the clients and still open: ${tracker.describeOpen() || 'none'}`,
     );
   } finally {
     tracker.stop();
