@@ -1,20 +1,22 @@
 import { noop } from 'cockatiel';
 import { castGrpcError, Etcd3, GRPCCancelledError, type IOptions } from 'etcd3';
+import { failoverPolicy } from './failover.js';
 import type { ResolvedEtcdOptions } from './options.js';
 import { OwnedConnects, type Connector } from './owned-connects.js';
 
 /**
- * The etcd3 client as the adapter uses it: one gRPC channel per member, no retries and no circuit
- * breaker of its own (a retried call would outlive its deadline, and a breaker kept refusing calls
- * for 5 s after a restarted member was back); every call carries a deadline instead, and the
- * adapter maps failures to typed errors.
+ * The etcd3 client as the adapter uses it: one gRPC channel per member and no circuit breaker (it
+ * kept refusing calls for 5 s after a restarted member was back). etcd3's own retry sent a call
+ * again whatever had happened to it, and for longer than its deadline; here only a call that never
+ * reached a member moves on to the next one, within the call's deadline (failover.ts). Every call
+ * carries a deadline, and the adapter maps failures to typed errors.
  */
 export function createEtcdClient(options: ResolvedEtcdOptions): Etcd3 {
   const scheme = options.tls ? 'https' : 'http';
   const config: IOptions = {
     hosts: options.hosts.map(({ host, port }) => `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`),
     dialTimeout: options.dialTimeoutMs,
-    faultHandling: { host: () => noop, global: noop },
+    faultHandling: { host: () => noop, global: failoverPolicy(options.hosts.length) },
     grpcOptions: {
       // A subchannel of the process-wide pool outlives the channel that closed it (grpc-js sweeps
       // that pool every 10 s): close() left sockets open. A pool of our own goes with the channel.
