@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { fifoFairnessFloor } from './fifo-floor.js';
 import { round, summarizeLatencies } from './stats.js';
 import type { BenchRow, Mutex, Subject, Workload } from './subject.js';
 
@@ -135,6 +136,8 @@ export async function openContended(subject: Subject, shape: ContendedShape, key
   const key = `${keyspace}:hot`;
   const waits: number[] = [];
   const perWorker = new Array<number>(workers).fill(0);
+  /** Acquisitions in each slice: what a perfect FIFO lock's fairness is computed from (fifo-floor.ts). */
+  const perSlice: number[] = [];
   let previousHolder = -1;
   let ownerChanges = 0;
   let failures = 0;
@@ -147,6 +150,7 @@ export async function openContended(subject: Subject, shape: ContendedShape, key
     async slice(ms) {
       const started = performance.now();
       const until = started + ms;
+      const before = waits.length;
       await Promise.all(
         clients.map(async (client, worker) => {
           while (performance.now() < until) {
@@ -172,10 +176,12 @@ export async function openContended(subject: Subject, shape: ContendedShape, key
         }),
       );
       elapsedMs += performance.now() - started;
+      perSlice.push(waits.length - before);
     },
     row: (): BenchRow => {
       const elapsedSeconds = elapsedMs / 1000;
       const served = perWorker.filter((count) => count > 0);
+      const floor = kind === 'mutex' ? fifoFairnessFloor(perSlice, workers) : null;
       return {
         backend: subject.backend,
         mode: subject.mode,
@@ -189,7 +195,12 @@ export async function openContended(subject: Subject, shape: ContendedShape, key
         fairness: served.length < workers ? Number.POSITIVE_INFINITY : round(Math.max(...perWorker) / Math.min(...perWorker), 2),
         ratioToRaw: null,
         failures,
-        extra: { ...(kind === 'mutex' ? { overlaps } : { mostHolders }), starvedWorkers: workers - served.length },
+        extra: {
+          ...(kind === 'mutex' ? { overlaps } : { mostHolders }),
+          starvedWorkers: workers - served.length,
+          // The fairness a perfect FIFO lock would score with these slices' acquisitions.
+          ...(floor === null ? {} : { fifoFloor: floor }),
+        },
       };
     },
     close: async () => {
