@@ -28,6 +28,11 @@ interface WithFrameReader {
  * return did (a frame is never read on another socket than the one it came from). A reply to one
  * of direct-requests.ts's requests is read there and never reaches the library's reader. The
  * library binds `onSocketData` at each connect, so an own property set before connect() is the one used.
+ *
+ * A frame the library's reader throws on (it throws on an error code it does not know, from a
+ * socket's data handler: an uncaught exception that ended the process, seen once in a whole run
+ * while a server restarted) closes the connection instead, as a reply it cannot match does: the
+ * library reconnects and the session goes on, and requests in flight fail with a connection loss.
  */
 export function readWholeFrames(client: Client): void {
   const reader = (client as unknown as WithFrameReader).connectionManager;
@@ -39,6 +44,14 @@ export function readWholeFrames(client: Client): void {
       }
     : readByLibrary;
   reader.onSocketData = function (this: FrameReader, chunk: Buffer): void {
+    try {
+      cutAndRead.call(this, chunk);
+    } catch {
+      this.pendingBuffer = null;
+      this.socket?.destroy();
+    }
+  };
+  function cutAndRead(this: FrameReader, chunk: Buffer): void {
     const pending = this.pendingBuffer;
     // The common case with one request in flight: the chunk is exactly one frame, handed on as it is.
     if (pending === null && chunk.length >= 4 && chunk.readInt32BE(0) === chunk.length - 4) {
@@ -65,5 +78,5 @@ export function readWholeFrames(client: Client): void {
       }
     }
     this.pendingBuffer = offset < buffer.length ? buffer.subarray(offset) : null;
-  };
+  }
 }

@@ -14,10 +14,21 @@ function frame(body: string): Buffer {
   return Buffer.concat([length, bytes]);
 }
 
-/** `destroyOn`: the body of a frame on which the library's reader destroys its socket (a reply it cannot match). */
-function fakeReader(destroyOn?: string): { client: Client; read: string[]; push(chunk: Buffer): void } {
+/**
+ * `destroyOn`: the body of a frame on which the library's reader destroys its socket (a reply it
+ * cannot match); `throwOn`: one it throws on (an error code it does not know).
+ */
+function fakeReader(
+  destroyOn?: string,
+  throwOn?: string,
+): { client: Client; read: string[]; socket: { destroyed: boolean }; push(chunk: Buffer): void } {
   const read: string[] = [];
-  const socket = { destroyed: false };
+  const socket = {
+    destroyed: false,
+    destroy(): void {
+      socket.destroyed = true;
+    },
+  };
   const manager = {
     pendingBuffer: null as Buffer | null,
     socket,
@@ -26,13 +37,14 @@ function fakeReader(destroyOn?: string): { client: Client; read: string[]; push(
     onSocketData(this: { pendingBuffer: Buffer | null }, chunk: Buffer): void {
       read.push(chunk.toString('hex'));
       if (chunk.subarray(4).toString('utf8') === destroyOn) socket.destroyed = true;
+      if (chunk.subarray(4).toString('utf8') === throwOn) throw new Error('Unknown code: -1908473854');
       const end = 4 + chunk.readInt32BE(0);
       this.pendingBuffer = end < chunk.length ? chunk.subarray(end) : null;
     },
   };
   const client = { connectionManager: manager } as unknown as Client;
   readWholeFrames(client);
-  return { client, read, push: (chunk) => manager.onSocketData(chunk) };
+  return { client, read, socket, push: (chunk) => manager.onSocketData(chunk) };
 }
 
 describe('readWholeFrames', () => {
@@ -66,5 +78,15 @@ describe('readWholeFrames', () => {
     const mismatched = fakeReader('x');
     mismatched.push(Buffer.concat([frame('x'), frame('y')]));
     expect(mismatched.read).toEqual([frame('x').toString('hex')]);
+  });
+
+  it('a frame the library throws on closes the connection instead of escaping the socket handler', () => {
+    for (const chunk of [frame('boom'), Buffer.concat([frame('a'), frame('boom'), frame('after')])]) {
+      const reader = fakeReader(undefined, 'boom');
+      expect(() => reader.push(chunk)).not.toThrow();
+      expect(reader.socket.destroyed).toBe(true);
+      // Nothing after it is read: the rest of the chunk belonged to the connection now closed.
+      expect(reader.read.at(-1)).toBe(frame('boom').toString('hex'));
+    }
   });
 });
