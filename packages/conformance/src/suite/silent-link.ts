@@ -27,7 +27,7 @@ export const silentLink: ConformanceCase = {
       // Checked while the proxy still holds the stranded connections open: a socket the client never
       // destroyed would otherwise be closed by the proxy's close, and the leak hidden.
       const clean = await waitUntil(() => tracker.open().length === 0, 2_000, 20);
-      assert(clean, `after close(), the client that lost its link still has open: ${tracker.open().join(', ')}`);
+      assert(clean, `after close(), the client that lost its link still has open: ${tracker.describeOpen()}`);
     } finally {
       tracker.stop();
       await proxy.close();
