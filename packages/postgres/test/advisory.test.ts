@@ -18,7 +18,12 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode=advisory`) as PostgresBackend;
+// Statement deadlines well above the default 2 s: on a CI machine running three packages at once, a
+// blocking wait once got no answer within its wait + 4.5 s and failed typed (BackendUnavailableError)
+// instead of timing out. What these cases check is the server's queue, not the deadline (that is
+// the dead-server case's, with its own URL).
+const backend = (): PostgresBackend =>
+  createPostgresBackend(`${server.url}?mode=advisory&statementTimeoutMs=6000`) as PostgresBackend;
 function request(key: string, onLost: AcquireRequest['onLost'] = () => undefined): AcquireRequest {
   return { key, owner: 'o', ttlMs: 1_000, onLost };
 }
