@@ -22,8 +22,7 @@ afterAll(async () => {
 // blocking wait once got no answer within its wait + 4.5 s and failed typed (BackendUnavailableError)
 // instead of timing out. What these cases check is the server's queue, not the deadline (that is
 // the dead-server case's, with its own URL).
-const backend = (): PostgresBackend =>
-  createPostgresBackend(`${server.url}?mode=advisory&statementTimeoutMs=6000`) as PostgresBackend;
+const backend = (): PostgresBackend => createPostgresBackend(`${server.url}?mode=advisory&statementTimeoutMs=6000`) as PostgresBackend;
 function request(key: string, onLost: AcquireRequest['onLost'] = () => undefined): AcquireRequest {
   return { key, owner: 'o', ttlMs: 1_000, onLost };
 }
