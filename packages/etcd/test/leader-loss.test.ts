@@ -11,7 +11,10 @@ import { rawClient } from './support.js';
  */
 let cluster: EtcdCluster;
 const clients: LockClient[] = [];
-const sessionTtlMs = 3_000;
+// Long enough for keep-alives to be answered again after the election on a loaded CI machine: the
+// client reports its lease lost once no keep-alive is answered within the TTL on its own clock, and
+// with 3 s that happened once while three packages' tests ran side by side.
+const sessionTtlMs = 6_000;
 
 function client(): LockClient {
   const made = createLockClient({
