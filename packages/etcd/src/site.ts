@@ -87,13 +87,18 @@ export class EtcdSite {
     const key = this.held.take((slot) => contenderKey(plan.keyPrefix, lease.id, slot));
     let keep = false;
     let created: string | undefined;
+    // The create answered that it made nothing (a downgrade whose write was gone): nothing to take back.
+    let answeredNone = false;
     try {
       let contention: Contention;
       if (plan.create === undefined) {
         contention = await createContender(this.client, plan.keyPrefix, key, plan.value, lease.id, this.callOptions());
       } else {
         const revision = await plan.create(this.client, key, lease.id, this.callOptions());
-        if (revision === undefined) return undefined;
+        if (revision === undefined) {
+          answeredNone = true;
+          return undefined;
+        }
         contention = { myRevision: revision, ownerRevision: revision, headerRevision: revision, ownerValue: undefined };
       }
       created = contention.myRevision;
@@ -109,7 +114,8 @@ export class EtcdSite {
       keep = true;
       return this.grantOn(lease, request, key, contention.myRevision);
     } finally {
-      if (!keep) await this.retreat(key, created, lease.id);
+      if (answeredNone) this.held.free(key);
+      else if (!keep) await this.retreat(key, created, lease.id);
     }
   }
 
