@@ -1,11 +1,12 @@
 /**
- * The fairness (max / min acquisitions per worker) that a perfectly fair FIFO lock would score in the
- * same measurement: the same number of workers, the same acquisitions in each slice. Each slice
- * starts every worker at once, so the queue's first order is a random one, and turns then go round
- * in that order: with A acquisitions among N workers, A mod N workers get one turn more than the
- * others. Over a few short slices those extra turns fall unevenly, so even a perfect lock scores
- * well above 1 when each worker gets only a few turns per slice: a row's fairness means something
- * only beside this floor.
+ * What a perfectly fair FIFO lock would score for fairness (max / min acquisitions per worker) in the
+ * same measurement, on average, if every slice began its queue in a random order: the same number
+ * of workers, the same acquisitions in each slice. Each slice starts every worker at once, and turns
+ * then go round in the queue's order: with A acquisitions among N workers, A mod N workers get one
+ * turn more than the others. Over a few short slices those extra turns fall unevenly, so even a
+ * perfect lock scores well above 1 when each worker gets only a few turns per slice. It is a model,
+ * not a bound: a queue that starts in the same order every slice scores worse, one that rotates
+ * better. A row's fairness is read beside it.
  */
 export function fifoFairnessFloor(acquisitionsPerSlice: readonly number[], workers: number, trials = 2_000): number | null {
   if (workers < 1 || acquisitionsPerSlice.length === 0) return null;

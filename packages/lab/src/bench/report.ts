@@ -127,9 +127,8 @@ export function writeResults(directory: string, machine: MachineDescription, met
     '`boundPerSec` is permits / hold), "vs redlock" / "vs semaphore" compare owner changes/s under contention',
     "(ops/s otherwise) with node-redlock v5 and redis-semaphore's Mutex at their default settings. Absolute numbers depend on",
     'the machine; the ratios are the result. Fairness is max / min acquisitions per worker; `fifoFloor` in the notes is what a',
-    'perfectly fair FIFO lock would score with the same acquisitions in each slice (every slice starts the workers at once, so',
-    'the first order of the queue is random and, with few turns per worker, the extra turns fall unevenly): read a fairness',
-    'against its floor.',
+    'perfectly fair FIFO lock would score on average with the same acquisitions in each slice, if each slice began its queue in',
+    'a random order (with few turns per worker, the extra turns fall unevenly): a model to read a fairness beside, not a bound.',
     method.interleaved
       ? `Subjects compared with each other were interleaved: ${method.rounds} rounds, one slice of ${method.sliceMs} ms per subject each (the order rotates every round), each figure the sum over its slices, so load changes fall on all of them alike.`
       : 'Rows ran one after the other (not interleaved): a load change between two rows moves their ratio.',
